@@ -1,0 +1,59 @@
+// Measured ceilings of the machine at hand (`memwall calibrate`) and the
+// spec-sheet ceilings of known GPUs (drawn dashed on rooflines).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mw {
+
+struct BandwidthPoint {
+    double working_set_bytes = 0;
+    double gbps = 0;
+};
+
+struct ComputePeak {
+    std::string dtype;  // "fp32", "fp64", "int8", "fp16", "bf16"
+    std::string isa;    // "avx512f", "avx2+fma", "avx512_vnni", "cublas", ...
+    int threads = 1;
+    double gflops = 0;  // GOP/s for int8
+};
+
+struct Ceilings {
+    std::string source;  // "measured" or "quick"
+    // DRAM triad bandwidth per thread count: dram_gbps[i] is with i+1 threads.
+    std::vector<double> dram_triad_gbps;
+    // Working-set sweep (one thread and all threads), read+write GB/s.
+    std::vector<BandwidthPoint> cache_sweep_1t;
+    std::vector<BandwidthPoint> cache_sweep_all;
+    double l1_gbps = 0, l2_gbps = 0, l3_gbps = 0;  // plateaus picked from the sweep (all threads)
+    std::vector<ComputePeak> peaks;  // one per (dtype, threads)
+    // GPU (only when a GPU ran the calibration)
+    std::string gpu_name;
+    double gpu_dram_gbps = 0, gpu_l2_gbps = 0;
+    std::vector<ComputePeak> gpu_peaks;
+};
+
+// Spec-sheet numbers of known GPUs (dense, no sparsity), from vendor data sheets.
+struct GpuSpec {
+    std::string name;       // "A100-SXM4-80GB"
+    double fp32_tflops;     // non-tensor FP32
+    double tf32_tflops;     // tensor TF32 (dense)
+    double fp16_tflops;     // tensor FP16/BF16 (dense)
+    double int8_tops;       // tensor INT8 (dense)
+    double hbm_gbps;        // memory bandwidth, GB/s
+    double l2_mib;
+    std::string source;     // where the figures come from
+};
+
+const std::vector<GpuSpec>& known_gpus();
+const GpuSpec* find_gpu_spec(const std::string& name);
+
+// CPU calibration. `quick` shortens every measurement (for tests and smoke runs).
+Ceilings calibrate_cpu(int max_threads, bool quick);
+
+// The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
+double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");
+double dram_gbps(const Ceilings&);
+
+}  // namespace mw

@@ -1,0 +1,171 @@
+// The op and variant registry: the vocabulary every lever is written in.
+//
+// An Op is a mathematical function with named shape axes; it knows its FLOPs,
+// its compulsory bytes (inputs read once, outputs written once), how to make
+// seeded inputs, and how to compute the fp64 oracle. A Variant is one
+// implementation of an op, registered in one declaration next to its code:
+//
+//   MW_REGISTER_VARIANT(gemm_naive_cpu, {
+//       .name = "naive", .op = "gemm", .lever = "vectorization",
+//       .role = mw::Role::reference, .backend = mw::Backend::cpu, .rung = 0,
+//       .rationale = "textbook i-j-k triple loop, one scalar FMA at a time",
+//       .bytes = gemm_bytes_naive,
+//       .prepare = gemm_cpu_adapter(&gemm_naive) });
+//
+// The harness discovers variants through this registry; adding a lever is a
+// new folder plus registrations, never an edit to the harness.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mw {
+
+enum class Role { reference, optimized, vendor, exercise };
+enum class Backend { cpu, cuda, cuda_emu };
+enum class DType { f32, f64, f16, bf16, i8, i4, i32, u8 };
+
+std::string to_string(Role);
+std::string to_string(Backend);
+std::string to_string(DType);
+std::optional<Backend> parse_backend(std::string_view);
+std::optional<DType> parse_dtype(std::string_view);
+std::vector<std::string> all_backend_names();
+std::vector<std::string> all_dtype_names();
+// Bytes one element of `t` occupies in memory (i4: 0.5).
+double dtype_bytes(DType t);
+
+// Named shape axes, ordered by name: {"k":1024,"m":1024,"n":1024}.
+struct Shape {
+    std::map<std::string, std::int64_t> axes;
+    std::int64_t operator[](const std::string& axis) const;  // throws if absent
+    std::string str() const;                                 // "m=1024,n=1024,k=1024"
+    bool operator==(const Shape&) const = default;
+};
+
+// A host buffer, 64-byte aligned, with a dtype and an element count.
+struct Buffer {
+    std::string name;
+    DType dtype = DType::f32;
+    std::size_t count = 0;
+    std::shared_ptr<std::byte[]> data;
+
+    static Buffer make(std::string name, DType dtype, std::size_t count);
+    std::size_t size_bytes() const;
+    template <class T> T* as() { return reinterpret_cast<T*>(data.get()); }
+    template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
+    template <class T> std::span<T> span() { return {as<T>(), count}; }
+    template <class T> std::span<const T> span() const { return {as<T>(), count}; }
+};
+
+// One instance of an op: its shape, dtype, seed, inputs and outputs.
+struct Problem {
+    Shape shape;
+    DType dtype = DType::f32;
+    std::uint64_t seed = 0;
+    std::vector<Buffer> inputs;
+    std::vector<Buffer> outputs;
+
+    Buffer& in(const std::string& name);
+    Buffer& out(const std::string& name);
+    const Buffer& in(const std::string& name) const;
+    const Buffer& out(const std::string& name) const;
+};
+
+// How the checker compares a candidate output with the oracle (DESIGN.md,
+// "the tolerance model"). Filled in by the op.
+enum class CheckMode { tolerance, exact };
+struct CheckSpec {
+    CheckMode mode = CheckMode::tolerance;
+    // Length of the reduction behind one output element (K for GEMM); the
+    // element-wise tolerance grows with sqrt(reduction_length).
+    std::function<double(const Shape&)> reduction_length = [](const Shape&) { return 1.0; };
+    // Extra multiplier on the per-dtype defaults, for ops whose conditioning is
+    // known to be worse (e.g. exp in softmax). 1 = defaults.
+    double tolerance_scale = 1.0;
+};
+
+struct Op {
+    std::string name;   // "gemm"
+    std::string lever;  // "vectorization"
+    std::string summary;
+    std::vector<std::string> axes;  // required shape axes, e.g. {"m","n","k"}
+    Shape default_shape;            // what `memwall run` uses
+    Shape quick_shape;              // what `--quick` uses
+    std::vector<DType> dtypes;      // dtypes the op is defined for
+    std::function<double(const Shape&)> flops;
+    std::function<double(const Shape&, DType)> compulsory_bytes;
+    // Allocates outputs and fills inputs deterministically from the seed.
+    std::function<Problem(const Shape&, DType, std::uint64_t seed)> make_problem;
+    // The fp64 oracle, one vector per output buffer, in order.
+    std::function<std::vector<std::vector<double>>(const Problem&)> oracle;
+    CheckSpec check;
+    // Optional validation beyond "axes present and positive"; returns an
+    // error message naming the bad value, or empty.
+    std::function<std::string(const Shape&)> validate;
+};
+
+// What a variant hands the harness after preparing a problem: the timed call,
+// and the glue around it that is not timed.
+struct Instance {
+    std::function<void()> run;           // the timed work; must be re-runnable
+    std::function<void()> sync = [] {};  // wait for completion (GPU); no-op on CPU
+    std::function<void()> fetch = [] {}; // bring outputs into Problem::outputs (GPU)
+    // GPU variants only: runs the work once on the device and returns its
+    // time in seconds measured with CUDA events (flushing L2 first when
+    // `cold`). Null on the CPU, where the harness times run() itself.
+    std::function<double(bool cold)> device_time;
+    // Optional: the variant's peak extra memory beyond inputs/outputs, bytes.
+    std::size_t workspace_bytes = 0;
+};
+
+struct Variant {
+    std::string name;       // unique within (op, backend): "naive", "blocked", ...
+    std::string op;
+    std::string lever;
+    Role role = Role::optimized;
+    Backend backend = Backend::cpu;
+    int rung = 0;           // position on the lever's ladder; 0 = naive
+    std::string rationale;  // one sentence: what this rung changes and what it buys
+    std::vector<std::string> requires;  // "avx512f", "avx2", "gpu", "sm_80", "tensor_cores", "ptx"
+    std::vector<DType> dtypes = {DType::f32};
+    // The traffic this variant incurs, bytes (null: the op's compulsory bytes).
+    std::function<double(const Shape&, DType)> bytes;
+    // Builds the instance; may allocate device memory, pack weights, etc.
+    std::function<Instance(Problem&)> prepare;
+    // Registered source file, for `memwall list` and error messages.
+    std::string source;
+};
+
+// --- the registry -----------------------------------------------------------
+void register_op(Op op);
+void register_variant(Variant v);
+const std::vector<Op>& ops();
+const std::vector<Variant>& variants();
+const Op* find_op(std::string_view name);
+std::vector<std::string> lever_names();  // sorted, unique
+std::vector<const Variant*> variants_of(std::string_view op, std::optional<Backend> backend = {});
+
+// Whether this machine can run the variant; if not, `why` says what is missing.
+bool runnable_here(const Variant& v, std::string* why = nullptr);
+
+namespace detail {
+struct OpRegistrar { explicit OpRegistrar(Op op) { register_op(std::move(op)); } };
+struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
+}  // namespace detail
+
+}  // namespace mw
+
+#define MW_CONCAT_INNER(a, b) a##b
+#define MW_CONCAT(a, b) MW_CONCAT_INNER(a, b)
+#define MW_REGISTER_OP(id, ...) \
+    static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)(::mw::Op __VA_ARGS__)
+#define MW_REGISTER_VARIANT(id, ...) \
+    static const ::mw::detail::VariantRegistrar MW_CONCAT(mw_variant_registrar_, id)(::mw::Variant __VA_ARGS__, __FILE__)

@@ -1,0 +1,30 @@
+// The GEMM op, C[M,N] = A[M,K] * B[K,N], all row-major fp32.
+//
+// The vectorization lever's ladder (CPU), each rung one idea:
+//   reference/vectorization/gemm.cpp          rung 0  naive i-j-k scalar loop
+//   optimized/vectorization/gemm_loop_order.cpp  1  i-k-j order: unit-stride B and C
+//   optimized/vectorization/gemm_blocked.cpp     2  cache blocking: reuse tiles from L1/L2
+//   optimized/vectorization/gemm_simd.cpp        3  SIMD micro-kernel with register blocking
+//   optimized/vectorization/gemm_threads.cpp     4  the SIMD kernel on all cores (OpenMP)
+//   optimized/vectorization/gemm_openblas.cpp    vendor  OpenBLAS cblas_sgemm
+// CUDA: reference/vectorization/gemm.cu (naive) and optimized/vectorization/gemm_*.cu.
+//
+// Run: memwall run vectorization --backend cpu
+#pragma once
+
+#include "harness/registry.hpp"
+
+namespace mw::gemm {
+
+// Every CPU GEMM rung has this signature; C is overwritten (beta = 0).
+using CpuFn = void (*)(const float* A, const float* B, float* C, int M, int N, int K);
+
+// Wraps a plain CPU GEMM function into the harness's prepare() hook.
+std::function<Instance(Problem&)> cpu_adapter(CpuFn fn);
+
+// Bytes moved by a GEMM whose A is re-read once per column block of width nb
+// and whose B is re-read once per row block of height mb, C written once.
+// Naive loops correspond to mb = 1 (B streamed once per row of C), nb = N.
+double bytes_blocked(const Shape& s, double mb, double nb);
+
+}  // namespace mw::gemm
