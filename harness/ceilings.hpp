@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mw {
 
 struct BandwidthPoint {
@@ -23,10 +25,17 @@ struct Ceilings {
     std::string source;  // "measured" or "quick"
     // DRAM triad bandwidth per thread count: dram_gbps[i] is with i+1 threads.
     std::vector<double> dram_triad_gbps;
-    // Working-set sweep (one thread and all threads), read+write GB/s.
+    // Working-set sweep (one thread and all threads), read+write GB/s of an
+    // in-place update a[i] += c. working_set_bytes is the total over threads.
     std::vector<BandwidthPoint> cache_sweep_1t;
     std::vector<BandwidthPoint> cache_sweep_all;
     double l1_gbps = 0, l2_gbps = 0, l3_gbps = 0;  // plateaus picked from the sweep (all threads)
+    // l3_gbps is 0 when the L3 point cannot be told apart from DRAM.
+    int threads = 0;                                     // max threads calibrated
+    double l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;    // per-instance sizes the OS reports
+    double l1_ws_bytes = 0, l2_ws_bytes = 0, l3_ws_bytes = 0;  // sweep points the plateaus come from
+    std::string note;                                    // e.g. why l3_gbps is 0
+    double seconds = 0;                                  // wall time of the calibration
     std::vector<ComputePeak> peaks;  // one per (dtype, threads)
     // GPU (only when a GPU ran the calibration)
     std::string gpu_name;
@@ -44,9 +53,15 @@ struct GpuSpec {
     double hbm_gbps;        // memory bandwidth, GB/s
     double l2_mib;
     std::string source;     // where the figures come from
+    // Words that identify the board in a CUDA device name, all of which must
+    // appear ("h100" + "pcie"); see find_gpu_spec.
+    std::vector<std::string> match = {};
 };
 
 const std::vector<GpuSpec>& known_gpus();
+// The spec of a device name as CUDA reports it ("NVIDIA H100 80GB HBM3",
+// "NVIDIA A100-SXM4-80GB") or as known_gpus() spells it ("h100"), matched
+// without regard to case; nullptr when unknown.
 const GpuSpec* find_gpu_spec(const std::string& name);
 
 // CPU calibration. `quick` shortens every measurement (for tests and smoke runs).
@@ -55,5 +70,10 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
 double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");
 double dram_gbps(const Ceilings&);
+
+// JSON form of the ceilings (the `ceilings` block of a results file); the two
+// round-trip.
+nlohmann::json to_json(const Ceilings&);
+Ceilings ceilings_from_json(const nlohmann::json&);
 
 }  // namespace mw

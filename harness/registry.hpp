@@ -56,8 +56,11 @@ struct Buffer {
     DType dtype = DType::f32;
     std::size_t count = 0;
     std::shared_ptr<std::byte[]> data;
+    // Logical dimensions, outermost first ({M, N} for a matrix), so that a
+    // failed check can name elements as C[3][517]. Empty = flat.
+    std::vector<std::int64_t> dims;
 
-    static Buffer make(std::string name, DType dtype, std::size_t count);
+    static Buffer make(std::string name, DType dtype, std::size_t count, std::vector<std::int64_t> dims = {});
     std::size_t size_bytes() const;
     template <class T> T* as() { return reinterpret_cast<T*>(data.get()); }
     template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
@@ -90,6 +93,10 @@ struct CheckSpec {
     // Extra multiplier on the per-dtype defaults, for ops whose conditioning is
     // known to be worse (e.g. exp in softmax). 1 = defaults.
     double tolerance_scale = 1.0;
+    // Reordered math (tiled, fused, split reductions): a candidate's relative
+    // Frobenius error vs the oracle must be at most this many times the naive
+    // variant's in the same run. 0 = off.
+    double baseline_factor = 0.0;
 };
 
 struct Op {
@@ -134,7 +141,7 @@ struct Variant {
     Backend backend = Backend::cpu;
     int rung = 0;           // position on the lever's ladder; 0 = naive
     std::string rationale;  // one sentence: what this rung changes and what it buys
-    std::vector<std::string> requires;  // "avx512f", "avx2", "gpu", "sm_80", "tensor_cores", "ptx"
+    std::vector<std::string> needs;  // requirements: "avx512f", "avx2", "gpu", "sm_80", "tensor_cores", "ptx"
     std::vector<DType> dtypes = {DType::f32};
     // The traffic this variant incurs, bytes (null: the op's compulsory bytes).
     std::function<double(const Shape&, DType)> bytes;

@@ -1,0 +1,590 @@
+// `memwall calibrate` on the CPU: the roofs every variant is judged against.
+//
+//   DRAM      STREAM triad a[i] = b[i] + s*c[i] over arrays far larger than
+//             any cache, 1..max_threads threads.
+//   caches    an in-place update a[i] += c swept over working sets from
+//             16 KiB to 256 MiB, one thread and all threads; L1/L2/L3 plateaus
+//             read at points chosen from the cache sizes the OS reports.
+//   compute   chains of independent FMAs (fp32, fp64) and VNNI dot products
+//             (int8) with the widest SIMD present, 1 thread and all threads.
+//
+// Every figure is the best of N repetitions: on a shared VM the median
+// wanders, the best stays put. The project is compiled without -march, so
+// each kernel is compiled per ISA with a target attribute and picked at run
+// time with __builtin_cpu_supports.
+#include <immintrin.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "harness/ceilings.hpp"
+
+namespace mw {
+namespace {
+
+// ---------------------------------------------------------------- utilities
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+using AlignedArray = std::unique_ptr<T[], FreeDeleter>;
+
+template <class T>
+AlignedArray<T> alloc_aligned(size_t n) {
+    size_t bytes = (n * sizeof(T) + 4095) / 4096 * 4096;
+    void* p = std::aligned_alloc(4096, bytes);
+    if (!p) throw std::bad_alloc();
+    return AlignedArray<T>(static_cast<T*>(p));
+}
+
+// [lo, hi) of thread t out of nt over n elements: the same split OpenMP's
+// schedule(static) uses, so first touch and the timed loops agree on which
+// thread owns (and, on NUMA machines, which node holds) each page.
+void static_range(size_t n, int t, int nt, size_t& lo, size_t& hi) {
+    size_t chunk = n / nt, rem = n % nt;
+    lo = t * chunk + std::min<size_t>(t, rem);
+    hi = lo + chunk + (size_t(t) < rem ? 1 : 0);
+}
+
+// Runs `body(thread, nthreads)` on nt threads `reps` times between barriers.
+// span: best time from the first thread's start to the last one's end, what
+// a shared resource (L3, DRAM) delivers to all threads at once.
+// per_thread: each thread's own best time. For resources every core has to
+// itself (FMA units, L1, L2) the sum of per-thread rates is what the cores
+// deliver together, and it survives a shared machine where another process
+// keeps taking one core away, which would ruin every concurrent span.
+struct ParallelTimes {
+    double span = 1e300;
+    std::vector<double> per_thread;
+    // Aggregate rate for `work` units per thread.
+    double shared_rate(double work) const { return work * double(per_thread.size()) / span; }
+    double private_rate(double work) const {
+        double r = 0;
+        for (double t : per_thread) r += work / t;
+        return r;
+    }
+};
+
+template <class Body>
+ParallelTimes best_parallel_times(int nt, int reps, Body body) {
+    ParallelTimes r;
+    r.per_thread.assign(nt, 1e300);
+    std::vector<double> start(nt), end(nt);
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        for (int rep = 0; rep < reps; ++rep) {
+#pragma omp barrier
+            start[t] = omp_get_wtime();
+            body(t, nt);
+            end[t] = omp_get_wtime();
+            r.per_thread[t] = std::min(r.per_thread[t], end[t] - start[t]);
+#pragma omp barrier
+#pragma omp master
+            r.span = std::min(r.span, *std::max_element(end.begin(), end.end()) -
+                                          *std::min_element(start.begin(), start.end()));
+        }
+    }
+    return r;
+}
+
+bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
+bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+// ---------------------------------------------------------------- DRAM triad
+// STREAM convention: 24 bytes per element (read b, read c, write a). The
+// write-allocate read of a that a cache actually does is NOT counted, so the
+// bus moves ~32 bytes per element and the figure is comparable with STREAM's.
+
+__attribute__((target("avx512f"))) void triad_avx512(double* __restrict a, const double* __restrict b,
+                                                     const double* __restrict c, double s, size_t lo,
+                                                     size_t hi) {
+    for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+}
+void triad_generic(double* __restrict a, const double* __restrict b, const double* __restrict c, double s,
+                   size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+}
+
+std::vector<double> measure_triad(int max_threads, bool quick) {
+    // Full: 3 x 512 MiB, far beyond any L3 a VM can hold. Quick: 3 x 128 MiB,
+    // still beyond the part of the L3 that behaves as cache here.
+    const size_t n = (quick ? 128 : 512) * (size_t(1) << 20) / sizeof(double);
+    const int reps = quick ? 5 : 10;
+    auto a = alloc_aligned<double>(n), b = alloc_aligned<double>(n), c = alloc_aligned<double>(n);
+    auto triad = has_avx512() ? triad_avx512 : triad_generic;
+#pragma omp parallel num_threads(max_threads)
+    {
+        size_t lo, hi;
+        static_range(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+        for (size_t i = lo; i < hi; ++i) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
+    }
+    std::vector<double> gbps;
+    for (int nt = 1; nt <= max_threads; ++nt) {
+        auto t = best_parallel_times(nt, reps, [&](int tid, int tn) {
+            size_t lo, hi;
+            static_range(n, tid, tn, lo, hi);
+            triad(a.get(), b.get(), c.get(), 3.0, lo, hi);
+        });
+        gbps.push_back(24.0 * double(n) / t.span / 1e9);  // DRAM is shared: concurrent span
+    }
+    return gbps;
+}
+
+// ---------------------------------------------------------------- cache sweep
+// In-place update a[i] += c: one load and one store per element, counted as
+// 8 bytes per float (read + write). Explicit intrinsics so the bandwidth is
+// that of full-width loads and stores whatever the compiler flags.
+
+__attribute__((target("avx512f"))) void update_avx512(float* a, size_t n, int passes) {
+    const __m512 c = _mm512_set1_ps(1e-7f);
+    for (int p = 0; p < passes; ++p) {
+        size_t i = 0;
+        for (; i + 64 <= n; i += 64) {
+            _mm512_store_ps(a + i, _mm512_add_ps(_mm512_load_ps(a + i), c));
+            _mm512_store_ps(a + i + 16, _mm512_add_ps(_mm512_load_ps(a + i + 16), c));
+            _mm512_store_ps(a + i + 32, _mm512_add_ps(_mm512_load_ps(a + i + 32), c));
+            _mm512_store_ps(a + i + 48, _mm512_add_ps(_mm512_load_ps(a + i + 48), c));
+        }
+        for (; i < n; ++i) a[i] += 1e-7f;
+        asm volatile("" ::: "memory");  // keep the passes separate
+    }
+}
+__attribute__((target("avx2"))) void update_avx2(float* a, size_t n, int passes) {
+    const __m256 c = _mm256_set1_ps(1e-7f);
+    for (int p = 0; p < passes; ++p) {
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            _mm256_store_ps(a + i, _mm256_add_ps(_mm256_load_ps(a + i), c));
+            _mm256_store_ps(a + i + 8, _mm256_add_ps(_mm256_load_ps(a + i + 8), c));
+            _mm256_store_ps(a + i + 16, _mm256_add_ps(_mm256_load_ps(a + i + 16), c));
+            _mm256_store_ps(a + i + 24, _mm256_add_ps(_mm256_load_ps(a + i + 24), c));
+        }
+        for (; i < n; ++i) a[i] += 1e-7f;
+        asm volatile("" ::: "memory");
+    }
+}
+void update_generic(float* a, size_t n, int passes) {
+    for (int p = 0; p < passes; ++p) {
+        for (size_t i = 0; i < n; ++i) a[i] += 1e-7f;
+        asm volatile("" ::: "memory");
+    }
+}
+
+using UpdateFn = void (*)(float*, size_t, int);
+UpdateFn pick_update() {
+    if (has_avx512()) return update_avx512;
+    return __builtin_cpu_supports("avx2") ? update_avx2 : update_generic;
+}
+
+// One point: nt threads each update their own slice of `ws` bytes in total.
+// Slices start on 64-byte boundaries so the aligned loads are legal.
+double sweep_point(float* buf, size_t ws, int nt, double l2_bytes, bool quick) {
+    const size_t n = ws / sizeof(float);
+    const size_t slice = (n / nt) / 16 * 16;
+    // Enough passes that one sample moves ~16 MiB (well over 50 us even in
+    // L1). Short samples, many of them: on a shared machine the best sample
+    // is the one in which no other process took a core from us.
+    const double target = 16.0 * (1 << 20);
+    const int passes = std::max(1, int(target / double(ws)));
+    const int reps = quick ? 5 : 11;
+    auto update = pick_update();
+    auto body = [&](int tid, int) { update(buf + tid * slice, slice, passes); };
+    best_parallel_times(nt, 1, body);  // warm: pull the slice into the cache
+    auto t = best_parallel_times(nt, reps, body);
+    // A slice that fits the core's own L2 touches only private caches.
+    const double bytes = 8.0 * double(slice) * passes;
+    const bool private_level = l2_bytes > 0 && double(slice) * sizeof(float) <= l2_bytes;
+    return (private_level ? t.private_rate(bytes) : t.shared_rate(bytes)) / 1e9;
+}
+
+// Grid points from 16 KiB to `grid_max` (four per octave, two when quick),
+// then one point at `dram_ws`, beyond every cache, as the sweep's DRAM regime.
+std::vector<BandwidthPoint> measure_sweep(float* buf, size_t grid_max, size_t dram_ws, int nt, double l2_bytes,
+                                          bool quick) {
+    std::vector<BandwidthPoint> pts;
+    const double step = quick ? std::sqrt(2.0) : std::pow(2.0, 0.25);
+    for (double ws = 16 * 1024; ws <= double(grid_max) * 1.0001; ws *= step) {
+        size_t bytes = size_t(ws) / 1024 * 1024;
+        pts.push_back({double(bytes), sweep_point(buf, bytes, nt, l2_bytes, quick)});
+    }
+    if (dram_ws > grid_max) pts.push_back({double(dram_ws), sweep_point(buf, dram_ws, nt, l2_bytes, quick)});
+    return pts;
+}
+
+// ---------------------------------------------------------------- compute peaks
+// acc = acc*x + y on 12 independent registers: an FMA has a latency of 4
+// cycles and two ports issue one each per cycle, so >= 8 chains in flight
+// keep both busy. x < 1 keeps the values bounded (no overflow, no
+// denormals). The result is summed and returned so nothing can be elided.
+
+__attribute__((target("avx512f"))) double fma_f32_avx512(long iters) {
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
+    __m512 a0 = _mm512_set1_ps(0.1f), a1 = _mm512_set1_ps(0.2f), a2 = _mm512_set1_ps(0.3f),
+           a3 = _mm512_set1_ps(0.4f), a4 = _mm512_set1_ps(0.5f), a5 = _mm512_set1_ps(0.6f),
+           a6 = _mm512_set1_ps(0.7f), a7 = _mm512_set1_ps(0.8f), a8 = _mm512_set1_ps(0.9f),
+           a9 = _mm512_set1_ps(1.0f), a10 = _mm512_set1_ps(1.1f), a11 = _mm512_set1_ps(1.2f);
+    for (long i = 0; i < iters; ++i) {
+        a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y), a2 = _mm512_fmadd_ps(a2, x, y);
+        a3 = _mm512_fmadd_ps(a3, x, y), a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
+        a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y), a8 = _mm512_fmadd_ps(a8, x, y);
+        a9 = _mm512_fmadd_ps(a9, x, y), a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
+    const __m512d x = _mm512_set1_pd(0.999999), y = _mm512_set1_pd(1e-6);
+    __m512d a0 = _mm512_set1_pd(0.1), a1 = _mm512_set1_pd(0.2), a2 = _mm512_set1_pd(0.3),
+            a3 = _mm512_set1_pd(0.4), a4 = _mm512_set1_pd(0.5), a5 = _mm512_set1_pd(0.6),
+            a6 = _mm512_set1_pd(0.7), a7 = _mm512_set1_pd(0.8), a8 = _mm512_set1_pd(0.9),
+            a9 = _mm512_set1_pd(1.0), a10 = _mm512_set1_pd(1.1), a11 = _mm512_set1_pd(1.2);
+    for (long i = 0; i < iters; ++i) {
+        a0 = _mm512_fmadd_pd(a0, x, y), a1 = _mm512_fmadd_pd(a1, x, y), a2 = _mm512_fmadd_pd(a2, x, y);
+        a3 = _mm512_fmadd_pd(a3, x, y), a4 = _mm512_fmadd_pd(a4, x, y), a5 = _mm512_fmadd_pd(a5, x, y);
+        a6 = _mm512_fmadd_pd(a6, x, y), a7 = _mm512_fmadd_pd(a7, x, y), a8 = _mm512_fmadd_pd(a8, x, y);
+        a9 = _mm512_fmadd_pd(a9, x, y), a10 = _mm512_fmadd_pd(a10, x, y), a11 = _mm512_fmadd_pd(a11, x, y);
+    }
+    __m512d s = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)),
+                              _mm512_add_pd(_mm512_add_pd(a4, a5), _mm512_add_pd(a6, a7)));
+    s = _mm512_add_pd(s, _mm512_add_pd(_mm512_add_pd(a8, a9), _mm512_add_pd(a10, a11)));
+    return _mm512_reduce_add_pd(s);
+}
+
+// AVX2 has 16 ymm registers: 12 chains plus x and y still fit.
+__attribute__((target("avx2,fma"))) double fma_f32_avx2(long iters) {
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
+    __m256 a[12];
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(0.1f * (j + 1));
+    for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], x, y);
+    }
+    float lanes[8], sum = 0;
+    for (int j = 0; j < 12; ++j) {
+        _mm256_storeu_ps(lanes, a[j]);
+        for (float v : lanes) sum += v;
+    }
+    return sum;
+}
+
+__attribute__((target("avx2,fma"))) double fma_f64_avx2(long iters) {
+    const __m256d x = _mm256_set1_pd(0.999999), y = _mm256_set1_pd(1e-6);
+    __m256d a[12];
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_pd(0.1 * (j + 1));
+    for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_pd(a[j], x, y);
+    }
+    double lanes[4], sum = 0;
+    for (int j = 0; j < 12; ++j) {
+        _mm256_storeu_pd(lanes, a[j]);
+        for (double v : lanes) sum += v;
+    }
+    return sum;
+}
+
+// int8: vpdpbusd multiplies 64 u8 x s8 pairs and adds them in groups of four
+// into 16 int32 lanes: 64 MACs = 128 ops per instruction (32 MACs for the
+// 256-bit AVX-VNNI form). Wrap-around of the int32 sums is harmless here.
+__attribute__((target("avx512f,avx512vnni"))) double vnni_avx512(long iters) {
+    const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
+    __m512i a[12];
+    for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_epi32(j);
+    for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) a[j] = _mm512_dpbusd_epi32(a[j], u, s);
+    }
+    // Summed through memory: GCC 12's _mm512_reduce_add_epi32 trips -Wuninitialized.
+    int lanes[16];
+    long sum = 0;
+    for (int j = 0; j < 12; ++j) {
+        _mm512_storeu_si512(lanes, a[j]);
+        for (int v : lanes) sum += v;
+    }
+    return double(sum);
+}
+
+__attribute__((target("avx2,avxvnni"))) double vnni_avx256(long iters) {
+    const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2);
+    __m256i a[12];
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_epi32(j);
+    for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) a[j] = _mm256_dpbusd_avx_epi32(a[j], u, s);
+    }
+    int lanes[8];
+    long sum = 0;
+    for (int j = 0; j < 12; ++j) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), a[j]);
+        for (int v : lanes) sum += v;
+    }
+    return double(sum);
+}
+
+struct PeakKernel {
+    std::string dtype, isa;
+    double (*fn)(long);
+    double ops_per_iter;  // per thread: 12 chains x lanes x 2 (multiply + add)
+};
+
+std::vector<PeakKernel> peak_kernels() {
+    std::vector<PeakKernel> k;
+    if (has_avx512()) {
+        k.push_back({"fp32", "avx512f", fma_f32_avx512, 12 * 16 * 2});
+        k.push_back({"fp64", "avx512f", fma_f64_avx512, 12 * 8 * 2});
+    } else if (has_avx2_fma()) {
+        k.push_back({"fp32", "avx2+fma", fma_f32_avx2, 12 * 8 * 2});
+        k.push_back({"fp64", "avx2+fma", fma_f64_avx2, 12 * 4 * 2});
+    }
+    if (has_avx512() && __builtin_cpu_supports("avx512vnni"))
+        k.push_back({"int8", "avx512_vnni", vnni_avx512, 12 * 64 * 2});
+    else if (__builtin_cpu_supports("avxvnni"))
+        k.push_back({"int8", "avx_vnni", vnni_avx256, 12 * 32 * 2});
+    return k;
+}
+
+volatile double g_sink;  // where the kernels' results go, so they are kept
+
+double measure_peak(const PeakKernel& k, int nt, bool quick) {
+    // Size the loop so that one sample takes ~5 ms: long beside the timer's
+    // resolution, short enough that among many samples some ran with every
+    // thread on its own core even when other processes share the machine.
+    const double target_s = 0.005;
+    long iters = 1 << 16;
+    for (;;) {
+        double t = best_parallel_times(1, 1, [&](int, int) { g_sink = k.fn(iters); }).span;
+        if (t > target_s / 4 || iters > (1L << 40)) {
+            iters = long(double(iters) * target_s / std::max(t, 1e-9));
+            break;
+        }
+        iters *= 4;
+    }
+    best_parallel_times(nt, 1, [&](int, int) { g_sink = k.fn(iters); });  // let the clock settle
+    auto t = best_parallel_times(nt, quick ? 10 : 40, [&](int, int) { g_sink = k.fn(iters); });
+    return t.private_rate(k.ops_per_iter * double(iters)) / 1e9;  // FMA units are per core
+}
+
+// ---------------------------------------------------------------- cache sizes
+
+double parse_size(const std::string& s) {
+    double v = std::atof(s.c_str());
+    if (s.find('K') != std::string::npos) v *= 1024;
+    if (s.find('M') != std::string::npos) v *= 1024 * 1024;
+    return v;
+}
+
+// Size of the data (or unified) cache at `level` of cpu0, from sysfs; falls
+// back to sysconf; 0 when neither knows.
+double cache_bytes(int level) {
+    for (int idx = 0; idx < 8; ++idx) {
+        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
+        int l = 0;
+        std::string type, size;
+        if (!(lv >> l) || !(ty >> type) || !(sz >> size)) continue;
+        if (l == level && type != "Instruction") return parse_size(size);
+    }
+    long v = level == 1 ? sysconf(_SC_LEVEL1_DCACHE_SIZE)
+             : level == 2 ? sysconf(_SC_LEVEL2_CACHE_SIZE)
+                          : sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? double(v) : 0.0;
+}
+
+// Bandwidth of the sweep point nearest (in log size) to `ws`.
+const BandwidthPoint& nearest(const std::vector<BandwidthPoint>& pts, double ws) {
+    return *std::min_element(pts.begin(), pts.end(), [&](auto& a, auto& b) {
+        return std::abs(std::log(a.working_set_bytes / ws)) < std::abs(std::log(b.working_set_bytes / ws));
+    });
+}
+
+// Plateaus from the all-threads sweep. L1 and L2: half the (aggregate) size,
+// well inside the level. L3: four times the aggregate L2, capped at half the
+// L3 the OS reports; a VM's L3 often behaves as cache for only a fraction of
+// its nominal size, so if that point is within 15% of the sweep's largest
+// (DRAM) point the L3 is reported as indistinguishable (l3_gbps = 0).
+void pick_plateaus(Ceilings& c) {
+    const auto& pts = c.cache_sweep_all;
+    if (pts.empty()) return;
+    const double nt = c.threads;
+    c.l1_ws_bytes = nearest(pts, 0.5 * c.l1d_bytes * nt).working_set_bytes;
+    c.l1_gbps = nearest(pts, 0.5 * c.l1d_bytes * nt).gbps;
+    c.l2_ws_bytes = nearest(pts, 0.5 * c.l2_bytes * nt).working_set_bytes;
+    c.l2_gbps = nearest(pts, 0.5 * c.l2_bytes * nt).gbps;
+    double l3_ws = 4.0 * c.l2_bytes * nt;
+    if (c.l3_bytes > 0) l3_ws = std::min(l3_ws, 0.5 * c.l3_bytes);
+    const auto& p3 = nearest(pts, l3_ws);
+    const double dram_like = pts.back().gbps;
+    c.l3_ws_bytes = p3.working_set_bytes;
+    if (c.l3_bytes <= 0 || p3.working_set_bytes <= c.l2_ws_bytes || p3.gbps < 1.15 * dram_like) {
+        c.l3_gbps = 0;
+        c.note = "L3 point (" + std::to_string(int(p3.working_set_bytes / (1 << 20))) +
+                 " MiB) is within 15% of the largest working set: L3 indistinguishable from DRAM";
+    } else {
+        c.l3_gbps = p3.gbps;
+    }
+}
+
+}  // namespace
+
+Ceilings calibrate_cpu(int max_threads, bool quick) {
+    const double t0 = omp_get_wtime();
+    Ceilings c;
+    c.source = quick ? "quick" : "measured";
+    c.threads = std::max(1, max_threads);
+    c.l1d_bytes = cache_bytes(1);
+    c.l2_bytes = cache_bytes(2);
+    c.l3_bytes = cache_bytes(3);
+
+    c.dram_triad_gbps = measure_triad(c.threads, quick);
+
+    // The sweep's last point must be DRAM: at least 256 MiB and twice the L3
+    // the OS reports (a power of two), at most 1 GiB. The quick grid stops at
+    // 64 MiB and jumps straight to that point.
+    size_t max_ws = size_t(256) << 20;
+    while (max_ws < 2 * c.l3_bytes && max_ws < (size_t(1) << 30)) max_ws *= 2;
+    const size_t grid_max = quick ? std::min(max_ws, size_t(64) << 20) : max_ws;
+    auto buf = alloc_aligned<float>(max_ws / sizeof(float));
+#pragma omp parallel num_threads(c.threads)
+    {
+        // First touch in the all-threads pattern: each thread's slice of the
+        // largest working set is its own.
+        size_t lo, hi;
+        static_range(max_ws / sizeof(float), omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+        std::memset(buf.get() + lo, 0, (hi - lo) * sizeof(float));
+    }
+    c.cache_sweep_1t = measure_sweep(buf.get(), grid_max, max_ws, 1, c.l2_bytes, quick);
+    c.cache_sweep_all =
+        c.threads == 1 ? c.cache_sweep_1t : measure_sweep(buf.get(), grid_max, max_ws, c.threads, c.l2_bytes, quick);
+    pick_plateaus(c);
+
+    for (const auto& k : peak_kernels()) {
+        for (int nt : {1, c.threads}) {
+            c.peaks.push_back({k.dtype, k.isa, nt, measure_peak(k, nt, quick)});
+            if (c.threads == 1) break;
+        }
+    }
+    c.seconds = omp_get_wtime() - t0;
+    return c;
+}
+
+// "f32" (the results' dtype names) and "fp32" (the ceilings') are the same roof.
+static std::string canonical_dtype(const std::string& d) {
+    if (d == "f32" || d == "float") return "fp32";
+    if (d == "f64" || d == "double") return "fp64";
+    if (d == "f16" || d == "half") return "fp16";
+    if (d == "i8" || d == "s8" || d == "u8") return "int8";
+    return d;
+}
+
+double peak_gflops(const Ceilings& c, const std::string& dtype) {
+    const std::string want = canonical_dtype(dtype);
+    double best = 0;
+    for (const auto& p : c.peaks)
+        if (canonical_dtype(p.dtype) == want) best = std::max(best, p.gflops);
+    return best;
+}
+
+// The best triad figure over thread counts (normally the all-threads one).
+double dram_gbps(const Ceilings& c) {
+    double best = 0;
+    for (double g : c.dram_triad_gbps) best = std::max(best, g);
+    return best;
+}
+
+// ---------------------------------------------------------------- JSON
+
+static nlohmann::json points_json(const std::vector<BandwidthPoint>& pts) {
+    auto a = nlohmann::json::array();
+    for (const auto& p : pts) a.push_back({{"working_set_bytes", p.working_set_bytes}, {"gbps", p.gbps}});
+    return a;
+}
+static std::vector<BandwidthPoint> points_from(const nlohmann::json& j) {
+    std::vector<BandwidthPoint> pts;
+    for (const auto& p : j) pts.push_back({p.value("working_set_bytes", 0.0), p.value("gbps", 0.0)});
+    return pts;
+}
+static nlohmann::json peaks_json(const std::vector<ComputePeak>& peaks) {
+    auto a = nlohmann::json::array();
+    for (const auto& p : peaks)
+        a.push_back({{"dtype", p.dtype}, {"isa", p.isa}, {"threads", p.threads}, {"gflops", p.gflops}});
+    return a;
+}
+static std::vector<ComputePeak> peaks_from(const nlohmann::json& j) {
+    std::vector<ComputePeak> peaks;
+    for (const auto& p : j)
+        peaks.push_back({p.value("dtype", ""), p.value("isa", ""), p.value("threads", 1), p.value("gflops", 0.0)});
+    return peaks;
+}
+
+nlohmann::json to_json(const Ceilings& c) {
+    nlohmann::json j;
+    j["source"] = c.source;
+    j["threads"] = c.threads;
+    j["seconds"] = c.seconds;
+    j["dram_triad_gbps"] = c.dram_triad_gbps;
+    j["dram_gbps"] = dram_gbps(c);
+    j["caches_bytes"] = {{"l1d", c.l1d_bytes}, {"l2", c.l2_bytes}, {"l3", c.l3_bytes}};
+    j["l1_gbps"] = c.l1_gbps;
+    j["l2_gbps"] = c.l2_gbps;
+    j["l3_gbps"] = c.l3_gbps;
+    j["plateau_ws_bytes"] = {{"l1", c.l1_ws_bytes}, {"l2", c.l2_ws_bytes}, {"l3", c.l3_ws_bytes}};
+    j["note"] = c.note;
+    j["cache_sweep_1t"] = points_json(c.cache_sweep_1t);
+    j["cache_sweep_all"] = points_json(c.cache_sweep_all);
+    j["peaks"] = peaks_json(c.peaks);
+    if (!c.gpu_name.empty()) {
+        j["gpu"] = {{"name", c.gpu_name},
+                    {"dram_gbps", c.gpu_dram_gbps},
+                    {"l2_gbps", c.gpu_l2_gbps},
+                    {"peaks", peaks_json(c.gpu_peaks)}};
+    }
+    return j;
+}
+
+Ceilings ceilings_from_json(const nlohmann::json& j) {
+    Ceilings c;
+    if (!j.is_object()) return c;
+    c.source = j.value("source", "");
+    c.threads = j.value("threads", 0);
+    c.seconds = j.value("seconds", 0.0);
+    c.dram_triad_gbps = j.value("dram_triad_gbps", std::vector<double>{});
+    if (j.contains("caches_bytes")) {
+        const auto& s = j["caches_bytes"];
+        c.l1d_bytes = s.value("l1d", 0.0), c.l2_bytes = s.value("l2", 0.0), c.l3_bytes = s.value("l3", 0.0);
+    }
+    c.l1_gbps = j.value("l1_gbps", 0.0);
+    c.l2_gbps = j.value("l2_gbps", 0.0);
+    c.l3_gbps = j.value("l3_gbps", 0.0);
+    if (j.contains("plateau_ws_bytes")) {
+        const auto& s = j["plateau_ws_bytes"];
+        c.l1_ws_bytes = s.value("l1", 0.0), c.l2_ws_bytes = s.value("l2", 0.0), c.l3_ws_bytes = s.value("l3", 0.0);
+    }
+    c.note = j.value("note", "");
+    if (j.contains("cache_sweep_1t")) c.cache_sweep_1t = points_from(j["cache_sweep_1t"]);
+    if (j.contains("cache_sweep_all")) c.cache_sweep_all = points_from(j["cache_sweep_all"]);
+    if (j.contains("peaks")) c.peaks = peaks_from(j["peaks"]);
+    if (j.contains("gpu")) {
+        const auto& g = j["gpu"];
+        c.gpu_name = g.value("name", "");
+        c.gpu_dram_gbps = g.value("dram_gbps", 0.0);
+        c.gpu_l2_gbps = g.value("l2_gbps", 0.0);
+        if (g.contains("peaks")) c.gpu_peaks = peaks_from(g["peaks"]);
+    }
+    return c;
+}
+
+}  // namespace mw

@@ -1,0 +1,293 @@
+#include "harness/results.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "harness/gpu.hpp"
+
+#ifndef MEMWALL_SOURCE_DIR
+#define MEMWALL_SOURCE_DIR "."
+#endif
+#ifndef MEMWALL_CXX_FLAGS
+#define MEMWALL_CXX_FLAGS ""
+#endif
+#ifndef MEMWALL_BUILD_TYPE
+#define MEMWALL_BUILD_TYPE ""
+#endif
+
+namespace mw {
+
+namespace {
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+    auto p = s.find_first_not_of(' ');
+    return p == std::string::npos ? "" : s.substr(p);
+}
+
+std::string run_command(const std::string& cmd) {
+    std::array<char, 256> buf{};
+    std::string out;
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    if (!pipe) return "";
+    while (fgets(buf.data(), buf.size(), pipe.get())) out += buf.data();
+    return trim(out);
+}
+
+std::string cpuinfo_field(const std::string& key) {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(key, 0) == 0) {
+            auto p = line.find(':');
+            if (p != std::string::npos) return trim(line.substr(p + 1));
+        }
+    return "";
+}
+
+std::string read_first_line(const std::string& path) {
+    std::ifstream f(path);
+    std::string s;
+    std::getline(f, s);
+    return trim(s);
+}
+
+}  // namespace
+
+nlohmann::json machine_info() {
+    nlohmann::json m;
+    m["cpu_model"] = cpuinfo_field("model name");
+    // The flags that decide which rungs can run.
+    std::istringstream flags(cpuinfo_field("flags"));
+    std::vector<std::string> keep;
+    for (std::string f; flags >> f;)
+        if (f == "avx2" || f == "fma" || f.rfind("avx512", 0) == 0 || f == "avx_vnni" || f.rfind("amx", 0) == 0 ||
+            f == "f16c")
+            keep.push_back(f);
+    m["cpu_flags"] = keep;
+    m["cores"] = std::thread::hardware_concurrency();
+    nlohmann::json caches = nlohmann::json::object();
+    for (int i = 0; i < 8; ++i) {
+        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+        std::string level = read_first_line(dir + "level");
+        if (level.empty()) break;
+        std::string type = read_first_line(dir + "type");
+        if (type == "Instruction") continue;
+        caches["L" + level + (type == "Data" ? "d" : "")] = read_first_line(dir + "size");
+    }
+    m["caches"] = caches;
+    m["hypervisor"] = cpuinfo_field("flags").find("hypervisor") != std::string::npos;
+    m["compiler"] = std::string("g++ ") + __VERSION__;
+    m["compiler_flags"] = MEMWALL_CXX_FLAGS;
+    m["build_type"] = MEMWALL_BUILD_TYPE;
+    std::string src = MEMWALL_SOURCE_DIR;
+    m["git_commit"] = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
+    m["git_dirty"] = !run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    m["hostname"] = host;
+    m["gpu"] = gpu_machine_info();
+    return m;
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+    namespace fs = std::filesystem;
+    if (path.has_parent_path()) fs::create_directories(path.parent_path());
+    std::random_device rd;
+    fs::path tmp = path;
+    tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        if (!f) throw std::runtime_error("cannot write " + tmp.string());
+        f << text;
+        f.flush();
+        if (!f) {
+            f.close();
+            fs::remove(tmp);
+            throw std::runtime_error("error while writing " + tmp.string());
+        }
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp);
+        throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+    }
+}
+
+void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& doc) {
+    write_file_atomic(path, doc.dump(2) + "\n");
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot open '" + path.string() + "'");
+    try {
+        return nlohmann::json::parse(f);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error("'" + path.string() + "' is not valid JSON: " + e.what());
+    }
+}
+
+void validate_results(const nlohmann::json& doc) {
+    if (!doc.is_object() || !doc.contains("schema"))
+        throw std::runtime_error("not a memwall results document (no \"schema\" field)");
+    if (doc["schema"] != kResultsSchema)
+        throw std::runtime_error("unsupported schema " + doc["schema"].dump() + " (this memwall reads " +
+                                 kResultsSchema + ")");
+    for (const char* k : {"machine", "ceilings", "runs"})
+        if (!doc.contains(k)) throw std::runtime_error(std::string("results document has no \"") + k + "\" field");
+    static const char* kRunFields[] = {"lever", "op",    "variant", "role",    "backend",   "rung",
+                                       "dtype", "shape", "flops",   "bytes",   "intensity", "time_s",
+                                       "gflops", "gbps", "correct", "error"};
+    for (auto& r : doc["runs"])
+        for (const char* k : kRunFields)
+            if (!r.contains(k)) throw std::runtime_error(std::string("a run has no \"") + k + "\" field");
+}
+
+namespace {
+
+std::string fmt(double v, int prec = 3) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", prec, v);
+    return b;
+}
+
+std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = "") {
+    if (v.is_null()) return "—";
+    return fmt(v.get<double>(), prec) + suffix;
+}
+
+std::string time_str(double s) {
+    if (s >= 1) return fmt(s, 3) + " s";
+    if (s >= 1e-3) return fmt(s * 1e3, 3) + " ms";
+    return fmt(s * 1e6, 3) + " µs";
+}
+
+std::string group_key(const nlohmann::json& r) {
+    return r["lever"].get<std::string>() + " / " + r["op"].get<std::string>() + " / " +
+           r["backend"].get<std::string>() + " / " + r["dtype"].get<std::string>() + " / " +
+           r.value("shape_str", r["shape"].dump());
+}
+
+}  // namespace
+
+std::string report_markdown(const nlohmann::json& doc) {
+    validate_results(doc);
+    std::ostringstream os;
+    const auto& m = doc["machine"];
+    os << "# memwall results\n\n";
+    os << "- machine: " << m.value("cpu_model", "?") << ", " << m.value("cores", 0) << " cores";
+    if (m.contains("gpu") && m["gpu"].contains("name")) os << "; GPU " << m["gpu"]["name"].get<std::string>();
+    os << "\n- compiler: " << m.value("compiler", "?") << " (" << m.value("build_type", "") << ")\n";
+    os << "- commit: " << m.value("git_commit", "?") << (m.value("git_dirty", false) ? " (with local changes)" : "")
+       << "\n";
+    const auto& c = doc["ceilings"];
+    if (c.contains("dram_triad_gbps") && !c["dram_triad_gbps"].empty())
+        os << "- ceilings (" << c.value("source", "?") << "): DRAM triad " << fmt(c["dram_triad_gbps"].back().get<double>())
+           << " GB/s, fp32 peak " << fmt(c.value("peak_fp32_gflops", 0.0)) << " GFLOP/s (all threads)\n";
+    if (doc.contains("command")) os << "- command: `" << doc["command"].get<std::string>() << "`\n";
+    os << "\nTimes are per call: best of N samples (median in brackets). Speedups are ratios of best-of-N "
+          "times measured in this run.\n";
+
+    std::map<std::string, std::vector<const nlohmann::json*>> groups;
+    std::vector<std::string> order;
+    for (auto& r : doc["runs"]) {
+        auto k = group_key(r);
+        if (!groups.count(k)) order.push_back(k);
+        groups[k].push_back(&r);
+    }
+    for (auto& k : order) {
+        os << "\n## " << k << "\n\n";
+        const auto& first = *groups[k].front();
+        os << "threads: " << first.value("threads", 1) << "\n\n";
+        os << "| rung | variant | role | time best [median] | samples | GFLOP/s | GB/s | FLOP/B | vs naive | vs vendor | of roof | correct |\n";
+        os << "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+        for (auto* rp : groups[k]) {
+            auto& r = *rp;
+            const auto& t = r["time_s"];
+            const bool meaningful = r.value("timing_meaningful", true);
+            os << "| " << r["rung"] << " | " << r["variant"].get<std::string>() << " | "
+               << r["role"].get<std::string>() << " | ";
+            if (!r.value("ran", true)) {
+                os << "not run: " << r.value("skip_reason", "") << " | | | | | | | | |\n";
+                continue;
+            }
+            os << (meaningful ? "" : "(emulated, not meaningful) ") << time_str(t.value("best", t["min"].get<double>()))
+               << " [" << time_str(t["median"].get<double>()) << "] | " << t["samples"] << " | "
+               << (meaningful ? fmt(r["gflops"].get<double>()) : "—") << " | "
+               << (meaningful ? fmt(r["gbps"].get<double>()) : "—") << " | " << fmt(r["intensity"].get<double>())
+               << " | " << fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") << " | "
+               << fmt_opt(r.value("speedup_vs_vendor", nlohmann::json()), 3, "x") << " | "
+               << fmt_opt(r.value("fraction_of_roof", nlohmann::json()), 2) << " | "
+               << (r["correct"].get<bool>() ? "yes" : "**NO**") << " |\n";
+        }
+    }
+    return os.str();
+}
+
+std::string report_csv(const nlohmann::json& doc) {
+    validate_results(doc);
+    std::ostringstream os;
+    os << "lever,op,variant,role,backend,rung,dtype,shape,threads,flops,bytes,intensity,time_best_s,time_median_s,"
+          "time_min_s,time_max_s,samples,gflops,gbps,correct,max_abs,max_rel,rel_fro,speedup_vs_naive,"
+          "speedup_vs_vendor,fraction_of_roof,timing_meaningful\n";
+    auto num = [](const nlohmann::json& v) { return v.is_null() ? std::string() : fmt(v.get<double>(), 6); };
+    for (auto& r : doc["runs"]) {
+        const auto& t = r["time_s"];
+        os << r["lever"].get<std::string>() << "," << r["op"].get<std::string>() << ","
+           << r["variant"].get<std::string>() << "," << r["role"].get<std::string>() << ","
+           << r["backend"].get<std::string>() << "," << r["rung"] << "," << r["dtype"].get<std::string>() << ",\""
+           << r.value("shape_str", "") << "\"," << r.value("threads", 1) << "," << num(r["flops"]) << ","
+           << num(r["bytes"]) << "," << num(r["intensity"]) << "," << num(t.value("best", t["min"])) << ","
+           << num(t["median"]) << "," << num(t["min"]) << "," << num(t["max"]) << "," << t["samples"] << ","
+           << num(r["gflops"]) << "," << num(r["gbps"]) << "," << (r["correct"].get<bool>() ? "true" : "false")
+           << "," << num(r["error"]["max_abs"]) << "," << num(r["error"]["max_rel"]) << ","
+           << num(r["error"]["rel_fro"]) << "," << num(r.value("speedup_vs_naive", nlohmann::json())) << ","
+           << num(r.value("speedup_vs_vendor", nlohmann::json())) << ","
+           << num(r.value("fraction_of_roof", nlohmann::json())) << ","
+           << (r.value("timing_meaningful", true) ? "true" : "false") << "\n";
+    }
+    return os.str();
+}
+
+std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& now) {
+    validate_results(base);
+    validate_results(now);
+    auto key = [](const nlohmann::json& r) {
+        return group_key(r) + " / " + r["variant"].get<std::string>();
+    };
+    std::map<std::string, const nlohmann::json*> b;
+    for (auto& r : base["runs"]) b[key(r)] = &r;
+    std::ostringstream os;
+    os << "# memwall compare\n\n";
+    os << "- base: " << base["machine"].value("cpu_model", "?") << " @ " << base["machine"].value("git_commit", "?")
+       << "\n- new:  " << now["machine"].value("cpu_model", "?") << " @ " << now["machine"].value("git_commit", "?")
+       << "\n\nRatio = base best time / new best time (above 1: the new run is faster). Times from different runs "
+          "are not a measured speedup: read large ratios only, and re-run both in one session to confirm.\n\n";
+    os << "| op / backend / dtype / shape / variant | base | new | ratio |\n|---|---:|---:|---:|\n";
+    int matched = 0;
+    for (auto& r : now["runs"]) {
+        auto it = b.find(key(r));
+        if (it == b.end()) continue;
+        const auto& tb = it->second->at("time_s");
+        const auto& tn = r["time_s"];
+        const double xb = tb.value("best", tb["min"].get<double>()), xn = tn.value("best", tn["min"].get<double>());
+        os << "| " << key(r) << " | " << time_str(xb) << " | " << time_str(xn) << " | "
+           << (xn > 0 ? fmt(xb / xn) + "x" : "—") << " |\n";
+        ++matched;
+    }
+    if (matched == 0) os << "| (no run appears in both files) | | | |\n";
+    return os.str();
+}
+
+}  // namespace mw

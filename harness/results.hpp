@@ -1,0 +1,36 @@
+// Results documents: versioned JSON (machine, ceilings, runs[]), written
+// atomically, plus markdown/CSV reports and run-to-run comparison.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mw {
+
+inline constexpr const char* kResultsSchema = "memwall.results/1";
+inline constexpr const char* kCeilingsSchema = "memwall.ceilings/1";
+
+// CPU model and flags, cores, caches, compiler and flags, git commit, and the
+// GPU block when a GPU is present.
+nlohmann::json machine_info();
+
+// Writes `text` to `path` through a temporary file in the same directory and
+// a rename, so a reader never sees a partial file. Creates parent folders.
+void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& doc);
+
+// Reads a results (or ceilings) document; throws with the path and reason.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+// Throws std::runtime_error naming the missing field when `doc` is not a
+// results document this version understands.
+void validate_results(const nlohmann::json& doc);
+
+std::string report_markdown(const nlohmann::json& results);
+std::string report_csv(const nlohmann::json& results);
+// Per matching (lever, op, variant, backend, dtype, shape): time in both
+// files and the ratio, as markdown.
+std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& now);
+
+}  // namespace mw

@@ -1,0 +1,70 @@
+// `memwall run`: resolve what to run, check, time and record each variant.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/ceilings.hpp"
+#include "harness/registry.hpp"
+#include "harness/timing.hpp"
+
+namespace mw {
+
+// A bad request: the message names the bad value and the valid choices.
+// The CLI turns it into exit status 2 with no output file.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct RunRequest {
+    std::vector<std::string> targets;   // lever or op names
+    Backend backend = Backend::cpu;
+    std::vector<std::string> variants;  // empty = all of the backend
+    std::vector<std::string> shapes;    // "k=v[,k=v...]" overrides of the default shape
+    std::optional<DType> dtype;
+    int threads = 0;                    // 0 = all hardware threads
+    bool quick = false;
+    bool cold = false;
+    std::uint64_t seed = 42;
+    TimingOptions timing;
+    std::string command_line;           // recorded in the results
+};
+
+// One (op, shape, dtype) to run, with the variants picked for it.
+struct RunPlan {
+    const Op* op = nullptr;
+    Shape shape;
+    DType dtype = DType::f32;
+    std::vector<const Variant*> variants;
+};
+
+// Validates the request against the registry; throws UsageError on any bad
+// name, shape, dtype or backend (before anything runs).
+std::vector<RunPlan> plan_runs(const RunRequest& req);
+
+// Parses "m=1024,n=7" (positive integers) onto `base`, checking axis names
+// against `axes`. Throws UsageError naming the bad part.
+Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes);
+
+// Runs the plans; progress lines go to `progress`. Returns the results doc.
+nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
+                         std::ostream& progress);
+
+// Checks one variant on one problem (prepare, poison outputs, run, fetch,
+// compare with the oracle). Used by tests and by run_plans.
+struct CheckedRun {
+    bool correct = false;
+    double max_abs = 0, max_rel = 0, rel_fro = 0;
+    std::string message;
+};
+CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::vector<std::vector<double>>& oracle);
+
+// The all-threads roof for an intensity: min(peak, intensity * DRAM).
+double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype = "fp32");
+
+}  // namespace mw

@@ -1,0 +1,142 @@
+#include "harness/timing.hpp"
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <numeric>
+#include <sstream>
+#include <vector>
+
+namespace mw {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void init_benchmark_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        static char arg0[] = "memwall";
+        static char* argv[] = {arg0, nullptr};
+        int argc = 1;
+        benchmark::Initialize(&argc, argv);
+    });
+}
+
+// Collects per-repetition times and forwards everything to Google Benchmark's
+// JSON reporter, so its output stays usable by its own compare tool.
+class CollectingReporter : public benchmark::BenchmarkReporter {
+public:
+    explicit CollectingReporter(std::ostream* json_out) {
+        if (json_out) {
+            json_.SetOutputStream(json_out);
+            json_.SetErrorStream(&errors_);
+        }
+        forward_ = json_out != nullptr;
+    }
+    bool ReportContext(const Context& c) override { return forward_ ? json_.ReportContext(c) : true; }
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (auto& r : runs) {
+            if (r.run_type != Run::RT_Iteration || r.error_occurred || r.iterations == 0) continue;
+            per_call.push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
+            iterations = static_cast<int>(r.iterations);
+        }
+        if (forward_) json_.ReportRuns(runs);
+    }
+    void Finalize() override {
+        if (forward_) json_.Finalize();
+    }
+    std::vector<double> per_call;
+    int iterations = 0;
+
+private:
+    benchmark::JSONReporter json_;
+    std::ostringstream errors_;
+    bool forward_ = false;
+};
+
+std::size_t llc_bytes() {
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long c = std::max(l3, l2);
+    return c > 0 ? static_cast<std::size_t>(c) : (64u << 20);
+}
+
+}  // namespace
+
+void evict_cpu_caches() {
+    // Twice the LLC, capped: a VM may report a huge shared L3 of which only a
+    // slice behaves as cache for us.
+    static std::vector<char> junk(std::min<std::size_t>(2 * llc_bytes(), std::size_t(1) << 30), 1);
+    volatile char sink = 0;
+    for (std::size_t i = 0; i < junk.size(); i += 64) {
+        junk[i] = static_cast<char>(junk[i] + 1);
+        sink = sink + junk[i];
+    }
+}
+
+double time_once(Instance& inst) {
+    if (inst.device_time) return inst.device_time(false);
+    auto t0 = Clock::now();
+    inst.run();
+    inst.sync();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+TimingStats time_instance(const std::string& name, Instance& inst, const TimingOptions& opts,
+                          std::string* gbench_json) {
+    init_benchmark_once();
+    // Warm-up: one call (page-faults, instruction cache, GPU clocks), and an
+    // estimate to size batches and sample counts.
+    double est = time_once(inst);
+    if (opts.estimate_s > 0) est = std::min(est, opts.estimate_s);
+    est = std::max(est, 1e-9);
+    const int iters = opts.cold ? 1 : std::max(1, static_cast<int>(std::ceil(opts.min_sample_s / est)));
+    const int samples = std::clamp(static_cast<int>(opts.budget_s / (est * iters)), opts.min_samples, opts.max_samples);
+
+    auto body = [&inst, cold = opts.cold](benchmark::State& st) {
+        for (auto _ : st) {
+            double secs;
+            if (inst.device_time) {
+                secs = inst.device_time(cold);  // CUDA events; L2 flushed outside the events
+            } else {
+                if (cold) evict_cpu_caches();
+                auto t0 = Clock::now();
+                inst.run();
+                inst.sync();
+                secs = std::chrono::duration<double>(Clock::now() - t0).count();
+            }
+            st.SetIterationTime(secs);
+        }
+    };
+    benchmark::ClearRegisteredBenchmarks();
+    benchmark::RegisterBenchmark(name.c_str(), body)
+        ->UseManualTime()
+        ->Iterations(iters)
+        ->Repetitions(samples)
+        ->Unit(benchmark::kMillisecond);
+
+    std::ostringstream json;
+    CollectingReporter rep(gbench_json ? &json : nullptr);
+    benchmark::RunSpecifiedBenchmarks(&rep);
+    benchmark::ClearRegisteredBenchmarks();
+    if (gbench_json) *gbench_json = json.str();
+
+    TimingStats s;
+    s.cold = opts.cold;
+    s.iterations = iters;
+    auto v = rep.per_call;
+    if (v.empty()) return s;
+    std::sort(v.begin(), v.end());
+    s.samples = static_cast<int>(v.size());
+    s.min = v.front();
+    s.max = v.back();
+    s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+    return s;
+}
+
+}  // namespace mw

@@ -1,0 +1,44 @@
+// Timing, with Google Benchmark as the engine. The harness owns warm-up,
+// repetitions, cache eviction and statistics; variants never time themselves.
+//
+// Each sample is one Google Benchmark repetition of `iterations` calls; the
+// timed region is the call alone (manual time), so cache eviction (cold mode)
+// and GPU L2 flushes stay outside it. On a GPU the time comes from CUDA events
+// (Instance::device_time). On shared virtual machines the median wanders; the
+// best-of-N sample is stable to a few percent, so headline speedups use it.
+#pragma once
+
+#include <string>
+
+#include "harness/registry.hpp"
+
+namespace mw {
+
+struct TimingOptions {
+    double budget_s = 3.0;          // target total timed time per variant
+    double min_sample_s = 0.02;     // batch calls until one sample lasts this long
+    int min_samples = 5;
+    int max_samples = 30;
+    bool cold = false;              // evict caches before every call
+    double estimate_s = 0;          // time of one call if known (from the check run)
+};
+
+struct TimingStats {
+    double median = 0, min = 0, max = 0, mean = 0;  // seconds per call
+    int samples = 0;
+    int iterations = 0;  // calls per sample
+    bool cold = false;
+};
+
+// Times `inst` under the name `name`. When `gbench_json` is given it receives
+// Google Benchmark's own JSON document for this benchmark.
+TimingStats time_instance(const std::string& name, Instance& inst, const TimingOptions& opts,
+                          std::string* gbench_json = nullptr);
+
+// Seconds for one call of inst.run() + sync(), measured once (warm-up/probe).
+double time_once(Instance& inst);
+
+// Touch a buffer larger than the last-level cache (CPU cold-cache mode).
+void evict_cpu_caches();
+
+}  // namespace mw

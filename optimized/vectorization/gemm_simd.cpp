@@ -1,0 +1,205 @@
+// GEMM, vectorization lever, rung 3: packed panels + SIMD register-blocked
+// micro-kernel (single-threaded), the GotoBLAS/BLIS design.
+//
+// Change from rung 2: rung 2's inner loop loads and stores a C element for
+// every FMA (2 loads + 1 store per 4-wide SSE multiply-add), so it is bound
+// by load/store ports, not by arithmetic. Here an MR x NR tile of C lives in
+// vector registers for a whole KC-deep sweep:
+//   AVX-512: 12 x 32 tile = 24 zmm accumulators; per step of k, 2 loads of B
+//            and 12 broadcasts of A feed 24 FMAs of 16 lanes (768 FLOPs);
+//   AVX2:     6 x 16 tile = 12 ymm accumulators, 12 FMAs of 8 lanes per step.
+// C is touched once per KC block instead of once per k. To make the kernel's
+// loads unit-stride and aligned, A and B are first copied ("packed") into
+// panels in exactly the order the kernel reads them, zero-padded so edge
+// tiles need no branches (gemm_cpu_kernels.hpp describes the blocking).
+// Bytes: B is packed once per NC-column block and streamed from L2 once per
+// MC-row block; A is packed once per NC block. FLOPs: 2*M*N*K plus padding.
+// The micro-kernels are written with intrinsics and a per-function target
+// attribute, so the binary still runs on any x86-64 and picks the ISA at run
+// time (__builtin_cpu_supports).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "optimized/vectorization/gemm_cpu_kernels.hpp"
+#include "reference/vectorization/gemm.hpp"
+
+namespace mw::gemm::cpu {
+
+namespace {
+
+// MR broadcasts of A times two NR/2-wide vectors of B per step of k; the MR x 2
+// accumulators never leave registers until the end of the KC sweep.
+template <int MR>
+__attribute__((target("avx512f,avx512vl,fma")))
+void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate) {
+    __m512 c0[MR], c1[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+    for (int p = 0; p < kc; ++p) {
+        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+        a += MR;
+        b += 32;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+        float* ci = c + long(i) * ldc;
+        if (accumulate) {
+            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
+            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
+        }
+        _mm512_storeu_ps(ci, c0[i]);
+        _mm512_storeu_ps(ci + 16, c1[i]);
+    }
+}
+
+template <int MR>
+__attribute__((target("avx2,fma")))
+void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate) {
+    __m256 c0[MR], c1[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+    for (int p = 0; p < kc; ++p) {
+        const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(a + i);
+            c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+        }
+        a += MR;
+        b += 16;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+        float* ci = c + long(i) * ldc;
+        if (accumulate) {
+            c0[i] = _mm256_add_ps(c0[i], _mm256_loadu_ps(ci));
+            c1[i] = _mm256_add_ps(c1[i], _mm256_loadu_ps(ci + 8));
+        }
+        _mm256_storeu_ps(ci, c0[i]);
+        _mm256_storeu_ps(ci + 8, c1[i]);
+    }
+}
+
+// KC*NR*4 = 32 KiB of B micro-panel for L1 (48 KiB); MC*KC*4 of A for L2.
+constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 144, 2048, &micro_avx512<12>};
+constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 144, 2048, &micro_avx2<6>};
+constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile
+
+}  // namespace
+
+const Kernel& select_kernel() {
+    const char* force = std::getenv("MW_GEMM_ISA");
+    const bool want_avx2 = force && std::strcmp(force, "avx2") == 0;
+    if (!want_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        return kAvx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kAvx2;
+    throw std::runtime_error("gemm simd: this CPU has neither AVX-512 nor AVX2+FMA");
+}
+
+void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap) {
+    for (int i0 = 0; i0 < mc; i0 += mr) {
+        const int rows = std::min(mr, mc - i0);
+        for (int p = 0; p < kc; ++p) {
+            for (int i = 0; i < rows; ++i) Ap[i] = A[long(i0 + i) * lda + p];
+            for (int i = rows; i < mr; ++i) Ap[i] = 0.0f;
+            Ap += mr;
+        }
+    }
+}
+
+void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp) {
+    for (int j0 = 0; j0 < nc; j0 += nr) {
+        const int cols = std::min(nr, nc - j0);
+        for (int p = 0; p < kc; ++p) {
+            const float* b = B + long(p) * ldb + j0;
+            std::copy(b, b + cols, Bp);
+            std::fill(Bp + cols, Bp + nr, 0.0f);
+            Bp += nr;
+        }
+    }
+}
+
+void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,
+                  float* C, int ldc, bool accumulate) {
+    // jr outer, ir inner: one KC x NR micro-panel of B stays in L1 while the
+    // kernel sweeps the whole packed A block out of L2.
+    for (int j = 0; j < nc; j += k.nr) {
+        const int cols = std::min(k.nr, nc - j);
+        const float* b = Bp + long(j) * kc;
+        for (int i = 0; i < mc; i += k.mr) {
+            const int rows = std::min(k.mr, mc - i);
+            const float* a = Ap + long(i) * kc;
+            float* c = C + long(i) * ldc + j;
+            if (rows == k.mr && cols == k.nr) {
+                k.micro(kc, a, b, c, ldc, accumulate);
+                continue;
+            }
+            // Edge tile: compute the full padded tile into scratch, copy the
+            // valid part, so the kernel never writes outside C.
+            alignas(64) float tile[kMaxTile];
+            k.micro(kc, a, b, tile, k.nr, false);
+            for (int r = 0; r < rows; ++r)
+                for (int q = 0; q < cols; ++q)
+                    c[long(r) * ldc + q] = tile[r * k.nr + q] + (accumulate ? c[long(r) * ldc + q] : 0.0f);
+        }
+    }
+}
+
+std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n) {
+    const std::size_t bytes = (std::size_t(n) * sizeof(float) + 63) / 64 * 64;
+    return {static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free};
+}
+
+// Bytes (AVX-512 blocking): the packed B block (KC x NC) is re-streamed once
+// per MC-row block and A once per NC-column block (mb = MC, nb = NC); on top
+// of that C is read and written again for every KC block after the first.
+double simd_bytes(const Shape& s, DType) {
+    const Kernel& k = kAvx512;
+    const double revisits = double((s["k"] + k.kc - 1) / k.kc - 1);
+    return bytes_blocked(s, k.mc, k.nc) + 8.0 * double(s["m"] * s["n"]) * revisits;
+}
+
+}  // namespace mw::gemm::cpu
+
+namespace mw::gemm {
+
+void gemm_simd(const float* A, const float* B, float* C, int M, int N, int K) {
+    const cpu::Kernel& k = cpu::select_kernel();
+    auto Ap = cpu::alloc_floats(cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
+    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(std::min(k.kc, K), std::min(k.nc, N), k.nr));
+    for (int jc = 0; jc < N; jc += k.nc) {
+        const int nc = std::min(k.nc, N - jc);
+        for (int pc = 0; pc < K; pc += k.kc) {
+            const int kc = std::min(k.kc, K - pc);
+            cpu::pack_b(B + long(pc) * N + jc, N, kc, nc, k.nr, Bp.get());
+            for (int ic = 0; ic < M; ic += k.mc) {
+                const int mc = std::min(k.mc, M - ic);
+                cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap.get());
+                cpu::macro_kernel(k, mc, nc, kc, Ap.get(), Bp.get(), C + long(ic) * N + jc, N, pc > 0);
+            }
+        }
+    }
+}
+
+}  // namespace mw::gemm
+
+MW_REGISTER_VARIANT(gemm_simd_cpu, {
+    .name = "simd", .op = "gemm", .lever = "vectorization",
+    .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 3,
+    .rationale = "packed panels and an AVX-512 12x32 register tile do 24 FMAs per 2 loads "
+                 "of B, so the core runs at its FMA rate instead of its load rate",
+    .requires = {"avx2"},
+    .bytes = mw::gemm::cpu::simd_bytes,
+    .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_simd) });

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages memwall builds with, if any are missing.
+# The CUDA toolkit is optional: when nvcc is in /usr/local/cuda or on PATH the
+# CUDA backend is compiled too (it runs only where a GPU is present).
+set -euo pipefail
+
+PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+          libopenblas-dev libboost-context-dev gnuplot-nox)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "installing missing packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

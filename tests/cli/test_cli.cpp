@@ -1,0 +1,110 @@
+// The CLI's contract for bad input: one line naming the problem and the
+// valid choices, exit status 2, and no results file.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "harness/gpu.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int status;
+    std::string output;  // stdout + stderr
+};
+
+Result memwall(const std::string& args) {
+    std::string cmd = std::string(MEMWALL_BIN) + " " + args + " 2>&1";
+    std::array<char, 512> buf{};
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+    int st = pclose(p);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+fs::path out_file() { return fs::temp_directory_path() / ("memwall-cli-" + std::to_string(::getpid()) + ".json"); }
+
+struct BadInput {
+    std::string args;
+    std::vector<std::string> must_mention;
+};
+
+class CliBadInput : public testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ExitsTwoNamesChoicesWritesNothing) {
+    fs::remove(out_file());
+    auto r = memwall(GetParam().args + " --out " + out_file().string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    for (auto& m : GetParam().must_mention) EXPECT_NE(r.output.find(m), std::string::npos) << "missing '" << m << "' in: " << r.output;
+    EXPECT_FALSE(fs::exists(out_file()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Run, CliBadInput,
+    testing::Values(BadInput{"run nosuchlever", {"'nosuchlever'", "vectorization", "gemm"}},
+                    BadInput{"run gemm --variant nosuch", {"'nosuch'", "naive"}},
+                    BadInput{"run gemm --backend tpu", {"'tpu'", "cpu", "cuda-emu"}},
+                    BadInput{"run gemm --shape m=0", {"'m'", "positive"}},
+                    BadInput{"run gemm --shape m=-5", {"'m'", "positive"}},
+                    BadInput{"run gemm --shape m=abc", {"'abc'"}},
+                    BadInput{"run gemm --shape x=5", {"'x'", "m, n, k"}},
+                    BadInput{"run gemm --shape m5", {"'m5'"}},
+                    BadInput{"run gemm --dtype f17", {"'f17'", "f32"}},
+                    BadInput{"run gemm --dtype i4", {"'i4'", "f32"}},
+                    BadInput{"run gemm --threads 0", {"--threads", "1.."}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+TEST(Cli, CudaBackendWithoutGpuIsAUsageError) {
+    if (mw::gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
+    fs::remove(out_file());
+    auto r = memwall("run gemm --backend cuda --out " + out_file().string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("GPU"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("cpu"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out_file()));
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+    auto r = memwall("frobnicate");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("run"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingResultsFileIsAnError) {
+    auto r = memwall("report /nonexistent/results.json");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("/nonexistent/results.json"), std::string::npos) << r.output;
+}
+
+TEST(Cli, QuickRunWritesValidResults) {
+    fs::remove(out_file());
+    auto r = memwall("run gemm --shape m=33,n=17,k=9 --variant naive --variant blocked --threads 1 --budget 0.01 "
+                     "--out " + out_file().string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(fs::exists(out_file()));
+    auto md = fs::path(out_file()).replace_extension(".md");
+    EXPECT_TRUE(fs::exists(md));
+    auto rep = memwall("report " + out_file().string() + " --format csv");
+    EXPECT_EQ(rep.status, 0) << rep.output;
+    EXPECT_NE(rep.output.find(",blocked,"), std::string::npos) << rep.output;
+    fs::remove(out_file());
+    fs::remove(md);
+    fs::remove(fs::path(out_file()).replace_extension(".csv"));
+}
+
+TEST(Cli, ListNamesEveryRung) {
+    auto r = memwall("list");
+    EXPECT_EQ(r.status, 0);
+    for (const char* v : {"naive", "loop_order", "blocked", "simd", "threads", "openblas"})
+        EXPECT_NE(r.output.find(v), std::string::npos) << v;
+}
+
+}  // namespace

@@ -1,0 +1,41 @@
+// Calibration (quick mode): every ceiling is measured and plausible, and the
+// JSON form round-trips.
+#include <gtest/gtest.h>
+
+#include "harness/ceilings.hpp"
+
+namespace {
+
+TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
+    auto c = mw::calibrate_cpu(2, true);
+    ASSERT_EQ(c.dram_triad_gbps.size(), 2u);
+    for (double g : c.dram_triad_gbps) {
+        EXPECT_GT(g, 0.5);
+        EXPECT_LT(g, 2000.0);
+    }
+    EXPECT_GT(mw::peak_gflops(c, "fp32"), 1.0);
+    EXPECT_GT(mw::peak_gflops(c, "fp64"), 0.5);
+    // fp32 SIMD lanes are twice the fp64 ones: the measured peaks must show it.
+    EXPECT_GT(mw::peak_gflops(c, "fp32") / mw::peak_gflops(c, "fp64"), 1.4);
+    EXPECT_GT(c.l1_gbps, c.dram_triad_gbps.back());
+    EXPECT_FALSE(c.cache_sweep_1t.empty());
+}
+
+TEST(Calibrate, JsonRoundTrip) {
+    auto c = mw::calibrate_cpu(1, true);
+    auto back = mw::ceilings_from_json(mw::to_json(c));
+    EXPECT_EQ(mw::to_json(back), mw::to_json(c));
+    EXPECT_DOUBLE_EQ(mw::dram_gbps(back), mw::dram_gbps(c));
+}
+
+TEST(GpuSpecs, KnownGpusAreListed) {
+    for (const char* name : {"V100", "A100", "H100", "B200"}) {
+        const mw::GpuSpec* s = mw::find_gpu_spec(name);
+        ASSERT_NE(s, nullptr) << name;
+        EXPECT_GT(s->fp16_tflops, s->fp32_tflops) << name;  // tensor cores beat the FP32 pipes
+        EXPECT_GT(s->hbm_gbps, 500) << name;
+    }
+    EXPECT_EQ(mw::find_gpu_spec("NoSuchGPU 9000"), nullptr);
+}
+
+}  // namespace

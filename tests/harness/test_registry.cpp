@@ -1,0 +1,90 @@
+// The registry and run planning: names resolve, bad requests are refused with
+// the valid choices named.
+#include <gtest/gtest.h>
+
+#include "harness/registry.hpp"
+#include "harness/gpu.hpp"
+#include "harness/runner.hpp"
+
+namespace {
+
+std::string usage_error(const mw::RunRequest& req) {
+    try {
+        mw::plan_runs(req);
+    } catch (const mw::UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Registry, GemmLadderIsComplete) {
+    const mw::Op* op = mw::find_op("gemm");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->lever, "vectorization");
+    auto cpu = mw::variants_of("gemm", mw::Backend::cpu);
+    int references = 0, vendors = 0;
+    for (auto* v : cpu) {
+        references += v->role == mw::Role::reference;
+        vendors += v->role == mw::Role::vendor;
+        EXPECT_FALSE(v->rationale.empty()) << v->name;
+        EXPECT_TRUE(v->prepare) << v->name;
+    }
+    EXPECT_EQ(references, 1);
+    EXPECT_EQ(vendors, 1);
+    EXPECT_GE(cpu.size(), 6u);
+}
+
+TEST(Registry, LeverAndOpResolve) {
+    mw::RunRequest req;
+    req.targets = {"vectorization"};
+    auto plans = mw::plan_runs(req);
+    ASSERT_EQ(plans.size(), 1u);
+    EXPECT_EQ(plans[0].op->name, "gemm");
+    EXPECT_EQ(plans[0].shape.str(), "k=1024,m=1024,n=1024");
+}
+
+TEST(Registry, UnknownNamesAreRefusedWithChoices) {
+    mw::RunRequest req;
+    req.targets = {"vectorisation"};
+    auto msg = usage_error(req);
+    EXPECT_NE(msg.find("'vectorisation'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("vectorization"), std::string::npos) << msg;
+
+    req.targets = {"gemm"};
+    req.variants = {"fastest"};
+    msg = usage_error(req);
+    EXPECT_NE(msg.find("'fastest'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("naive"), std::string::npos) << msg;
+}
+
+TEST(Registry, BadShapesAreRefused) {
+    const std::vector<std::string> axes = {"m", "n", "k"};
+    mw::Shape base{{{"m", 4}, {"n", 4}, {"k", 4}}};
+    for (const char* bad : {"m=0", "m=-3", "m=abc", "m=", "=5", "q=5", "m=5x", "m", ""})
+        EXPECT_THROW(mw::parse_shape(bad, base, axes), mw::UsageError) << bad;
+    auto s = mw::parse_shape("m=7,k=129", base, axes);
+    EXPECT_EQ(s["m"], 7);
+    EXPECT_EQ(s["n"], 4);
+    EXPECT_EQ(s["k"], 129);
+}
+
+TEST(Registry, UnsupportedDtypeIsRefused) {
+    mw::RunRequest req;
+    req.targets = {"gemm"};
+    req.dtype = mw::DType::i4;
+    auto msg = usage_error(req);
+    EXPECT_NE(msg.find("'i4'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("f32"), std::string::npos) << msg;
+}
+
+TEST(Registry, CudaBackendWithoutGpuIsRefused) {
+    if (mw::gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
+    mw::RunRequest req;
+    req.targets = {"gemm"};
+    req.backend = mw::Backend::cuda;
+    auto msg = usage_error(req);
+    EXPECT_NE(msg.find("GPU"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
+}
+
+}  // namespace

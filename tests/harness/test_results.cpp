@@ -1,0 +1,101 @@
+// Results documents: round trip through the file, atomic writes, reports.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/registry.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir() {
+    fs::path d = fs::temp_directory_path() / ("memwall-test-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+}
+
+// A real results document from a quick run of the GEMM op (small shape).
+nlohmann::json small_run() {
+    mw::RunRequest req;
+    req.targets = {"gemm"};
+    req.shapes = {"m=33,n=17,k=9"};
+    req.variants = {"naive", "openblas"};
+    req.timing.budget_s = 0.01;
+    req.timing.min_samples = 3;
+    req.threads = 1;
+    auto plans = mw::plan_runs(req);
+    mw::Ceilings c;
+    c.dram_triad_gbps = {10.0};
+    c.peaks = {{"fp32", "test", 1, 100.0}};
+    std::ostringstream progress;
+    return mw::run_plans(plans, req, c, progress);
+}
+
+TEST(Results, RunDocumentHasTheDesignFields) {
+    auto doc = small_run();
+    ASSERT_NO_THROW(mw::validate_results(doc));
+    ASSERT_EQ(doc["runs"].size(), 2u);
+    for (auto& r : doc["runs"]) {
+        EXPECT_TRUE(r["correct"].get<bool>()) << r.dump(2);
+        EXPECT_GE(r["time_s"]["samples"].get<int>(), 3);
+        EXPECT_LE(r["time_s"]["min"].get<double>(), r["time_s"]["median"].get<double>());
+        EXPECT_LE(r["time_s"]["median"].get<double>(), r["time_s"]["max"].get<double>());
+        EXPECT_DOUBLE_EQ(r["flops"].get<double>(), 2.0 * 33 * 17 * 9);
+        EXPECT_NEAR(r["intensity"].get<double>(), r["flops"].get<double>() / r["bytes"].get<double>(), 1e-9);
+        for (const char* k : {"speedup_vs_naive", "fraction_of_roof", "gbps", "gflops"}) EXPECT_TRUE(r.contains(k)) << k;
+    }
+    EXPECT_DOUBLE_EQ(doc["runs"][0]["speedup_vs_naive"].get<double>(), 1.0);
+    EXPECT_FALSE(doc["machine"]["cpu_model"].get<std::string>().empty());
+}
+
+TEST(Results, JsonRoundTripThroughFile) {
+    auto doc = small_run();
+    auto path = temp_dir() / "r.json";
+    mw::write_json_atomic(path, doc);
+    auto back = mw::read_json_file(path);
+    EXPECT_EQ(back, doc);
+    // No temporary files left behind.
+    for (auto& e : fs::directory_iterator(path.parent_path()))
+        EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    fs::remove_all(path.parent_path());
+}
+
+TEST(Results, AtomicWriteNeverLeavesPartialFile) {
+    auto dir = temp_dir();
+    auto path = dir / "keep.json";
+    mw::write_file_atomic(path, "{\"old\": true}\n");
+    // Writing into a path whose parent is a file fails, and the old file is untouched.
+    EXPECT_ANY_THROW(mw::write_file_atomic(path / "child.json", "x"));
+    std::ifstream f(path);
+    std::string s((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_EQ(s, "{\"old\": true}\n");
+    fs::remove_all(dir);
+}
+
+TEST(Results, ValidateRejectsForeignDocuments) {
+    EXPECT_ANY_THROW(mw::validate_results(nlohmann::json::object()));
+    EXPECT_ANY_THROW(mw::validate_results({{"schema", "other/9"}}));
+    auto doc = small_run();
+    doc["runs"][0].erase("flops");
+    EXPECT_ANY_THROW(mw::validate_results(doc));
+}
+
+TEST(Results, ReportsListEveryVariant) {
+    auto doc = small_run();
+    auto md = mw::report_markdown(doc);
+    auto csv = mw::report_csv(doc);
+    for (auto& r : doc["runs"]) {
+        EXPECT_NE(md.find(r["variant"].get<std::string>()), std::string::npos);
+        EXPECT_NE(csv.find("," + r["variant"].get<std::string>() + ","), std::string::npos);
+    }
+    // header + one line per run
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(doc["runs"].size()));
+    auto cmp = mw::compare_markdown(doc, doc);
+    EXPECT_NE(cmp.find("1x"), std::string::npos) << cmp;
+}
+
+}  // namespace
