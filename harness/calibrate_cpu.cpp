@@ -243,7 +243,11 @@ __attribute__((target("avx512f"))) double fma_f32_avx512(long iters) {
     __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
                              _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
     s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-    return _mm512_reduce_add_ps(s);
+    float lanes[16];  // through memory: GCC 12's _mm512_reduce_add_* trip -Wuninitialized
+    _mm512_storeu_ps(lanes, s);
+    double sum = 0;
+    for (float v : lanes) sum += v;
+    return sum;
 }
 
 __attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
@@ -261,7 +265,10 @@ __attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
     __m512d s = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)),
                               _mm512_add_pd(_mm512_add_pd(a4, a5), _mm512_add_pd(a6, a7)));
     s = _mm512_add_pd(s, _mm512_add_pd(_mm512_add_pd(a8, a9), _mm512_add_pd(a10, a11)));
-    return _mm512_reduce_add_pd(s);
+    double lanes[8], sum = 0;
+    _mm512_storeu_pd(lanes, s);
+    for (double v : lanes) sum += v;
+    return sum;
 }
 
 // AVX2 has 16 ymm registers: 12 chains plus x and y still fit.
@@ -308,7 +315,6 @@ __attribute__((target("avx512f,avx512vnni"))) double vnni_avx512(long iters) {
 #pragma GCC unroll 12
         for (int j = 0; j < 12; ++j) a[j] = _mm512_dpbusd_epi32(a[j], u, s);
     }
-    // Summed through memory: GCC 12's _mm512_reduce_add_epi32 trips -Wuninitialized.
     int lanes[16];
     long sum = 0;
     for (int j = 0; j < 12; ++j) {
@@ -360,10 +366,10 @@ std::vector<PeakKernel> peak_kernels() {
 volatile double g_sink;  // where the kernels' results go, so they are kept
 
 double measure_peak(const PeakKernel& k, int nt, bool quick) {
-    // Size the loop so that one sample takes ~5 ms: long beside the timer's
-    // resolution, short enough that among many samples some ran with every
-    // thread on its own core even when other processes share the machine.
-    const double target_s = 0.005;
+    // Size the loop so that one sample takes ~1 ms: long beside the timer's
+    // resolution, short beside a scheduler time slice, so that among many
+    // samples some ran undisturbed even when other processes share the cores.
+    const double target_s = 0.001;
     long iters = 1 << 16;
     for (;;) {
         double t = best_parallel_times(1, 1, [&](int, int) { g_sink = k.fn(iters); }).span;
@@ -374,7 +380,7 @@ double measure_peak(const PeakKernel& k, int nt, bool quick) {
         iters *= 4;
     }
     best_parallel_times(nt, 1, [&](int, int) { g_sink = k.fn(iters); });  // let the clock settle
-    auto t = best_parallel_times(nt, quick ? 10 : 40, [&](int, int) { g_sink = k.fn(iters); });
+    auto t = best_parallel_times(nt, quick ? 40 : 150, [&](int, int) { g_sink = k.fn(iters); });
     return t.private_rate(k.ops_per_iter * double(iters)) / 1e9;  // FMA units are per core
 }
 

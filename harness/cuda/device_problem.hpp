@@ -13,8 +13,9 @@
 // compiler through the emulator (backend "cuda-emu"), and both copies end up
 // in one binary. Everything here therefore sits in an unnamed namespace:
 // each translation unit gets its own copy, so the two builds never collide
-// under one linker symbol. It uses only the runtime calls the emulator
-// provides; events, streams and the L2 flush are real-CUDA-only.
+// under one linker symbol (the one exception, the L2 flush, is real-CUDA-only).
+// It uses only the runtime calls the emulator provides; streams, events and
+// the L2 flush are used on a real GPU only.
 #pragma once
 
 #include "harness/cuda/launch.hpp"
@@ -35,6 +36,37 @@
 #else
 #define MW_LAUNCH_BOUNDS(...) __launch_bounds__(__VA_ARGS__)
 #endif
+#endif
+
+#if !MEMWALL_EMU
+namespace mw::cuda::detail {
+
+// Evicts the L2 before a cold-cache measurement: writing a buffer twice the
+// L2's size through it pushes out every line the kernel's inputs left there.
+// The buffer is allocated once per process and never freed, so static
+// destruction never races the CUDA context's teardown. (Not in the unnamed
+// namespace below: one buffer for the whole binary. Only nvcc-compiled code
+// sees it, so the emulated build cannot clash with it.)
+inline void flush_l2(cudaStream_t stream) {
+    static const std::pair<void*, std::size_t> scratch = [] {
+        int dev = 0, l2 = 0;
+        MW_CUDA_CHECK(cudaGetDevice(&dev));
+        MW_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+        std::size_t bytes = 2 * std::size_t(l2 > 0 ? l2 : 64 << 20);
+        void* p = nullptr;
+        MW_CUDA_CHECK(cudaMalloc(&p, bytes));
+        return std::pair{p, bytes};
+    }();
+#if CUDART_VERSION >= 11000
+    // A persisting-L2 window set by an earlier kernel would survive the memset.
+    // Devices without persisting L2 return an error here; clear it so the
+    // next launch's error check does not see it.
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
+#endif
+    MW_CUDA_CHECK(cudaMemsetAsync(scratch.first, 0, scratch.second, stream));
+}
+
+}  // namespace mw::cuda::detail
 #endif
 
 namespace mw::cuda {
@@ -136,34 +168,11 @@ inline void fetch_outputs(const DeviceProblem& d, std::vector<Buffer>& outs) {
 }
 
 #if !MEMWALL_EMU
-// Evicts the L2 before a cold-cache measurement: writing a buffer twice the
-// L2's size through it pushes out every line the kernel's inputs left there.
-// The buffer is allocated once per process (per translation unit) and never
-// freed, so static destruction never races the CUDA context's teardown.
-inline void flush_l2(cudaStream_t stream) {
-    static const std::pair<void*, std::size_t> scratch = [] {
-        int dev = 0, l2 = 0;
-        MW_CUDA_CHECK(cudaGetDevice(&dev));
-        MW_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-        std::size_t bytes = 2 * std::size_t(l2 > 0 ? l2 : 64 << 20);
-        void* p = nullptr;
-        MW_CUDA_CHECK(cudaMalloc(&p, bytes));
-        return std::pair{p, bytes};
-    }();
-#if CUDART_VERSION >= 11000
-    // A persisting-L2 window set by an earlier kernel would survive the memset.
-    // Devices without persisting L2 return an error here; clear it so the
-    // next launch's error check does not see it.
-    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
-#endif
-    MW_CUDA_CHECK(cudaMemsetAsync(scratch.first, 0, scratch.second, stream));
-}
-
 // One launch timed with CUDA events on the instance's stream; the flush, if
 // any, is enqueued before the start event and so is not timed.
 template <class Launch>
 double time_on_device(DeviceProblem& d, const Launch& launch, bool cold) {
-    if (cold) flush_l2(d.stream);
+    if (cold) detail::flush_l2(d.stream);
     MW_CUDA_CHECK(cudaEventRecord(d.start, d.stream));
     launch(d);
     MW_CUDA_CHECK(cudaEventRecord(d.stop, d.stream));

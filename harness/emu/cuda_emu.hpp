@@ -250,14 +250,15 @@ inline unsigned short atomicCAS(unsigned short* a, unsigned short cmp, unsigned 
 namespace mw::emu::detail {
 // Floating-point read-modify-write as a compare-and-swap loop on the value.
 template <class T, class F> T atomic_update(T* a, F f) {
-    T old = __atomic_load_n(a, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(a, &old, f(old), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    std::atomic_ref<T> r(*a);
+    T old = r.load(std::memory_order_relaxed);
+    while (!r.compare_exchange_weak(old, f(old), std::memory_order_relaxed)) {}
     return old;
 }
 }  // namespace mw::emu::detail
 inline float atomicAdd(float* a, float v) { return ::mw::emu::detail::atomic_update(a, [v](float o) { return o + v; }); }
 inline double atomicAdd(double* a, double v) { return ::mw::emu::detail::atomic_update(a, [v](double o) { return o + v; }); }
-inline float atomicExch(float* a, float v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }
+inline float atomicExch(float* a, float v) { return std::atomic_ref<float>(*a).exchange(v, std::memory_order_relaxed); }
 // CUDA's atomicInc/atomicDec wrap at `limit`.
 inline unsigned atomicInc(unsigned* a, unsigned limit) {
     return ::mw::emu::detail::atomic_update(a, [limit](unsigned o) { return o >= limit ? 0u : o + 1; });

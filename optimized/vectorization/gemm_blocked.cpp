@@ -20,7 +20,12 @@ namespace mw::gemm {
 
 namespace {
 constexpr int MB = 64, NB = 256, KB = 128;
+
+// Rung 1's inner loop: c[0:n] += a * b[0:n], C and B never overlapping.
+void axpy_row(float* __restrict c, const float* __restrict b, float a, int n) {
+    for (int j = 0; j < n; ++j) c[j] += a * b[j];
 }
+}  // namespace
 
 void gemm_blocked(const float* A, const float* B, float* C, int M, int N, int K) {
     std::fill(C, C + long(M) * N, 0.0f);
@@ -31,14 +36,9 @@ void gemm_blocked(const float* A, const float* B, float* C, int M, int N, int K)
             for (int kk = 0; kk < K; kk += KB) {
                 const int k_end = std::min(kk + KB, K);
                 // Rung 1's loops, confined to one tile.
-                for (int i = ii; i < i_end; ++i) {
-                    float* __restrict c = C + long(i) * N;
-                    for (int k = kk; k < k_end; ++k) {
-                        const float a = A[long(i) * K + k];
-                        const float* __restrict b = B + long(k) * N;
-                        for (int j = jj; j < j_end; ++j) c[j] += a * b[j];
-                    }
-                }
+                for (int i = ii; i < i_end; ++i)
+                    for (int k = kk; k < k_end; ++k)
+                        axpy_row(C + long(i) * N + jj, B + long(k) * N + jj, A[long(i) * K + k], j_end - jj);
             }
         }
     }
@@ -53,6 +53,6 @@ MW_REGISTER_VARIANT(gemm_blocked_cpu, {
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 2,
     .rationale = "computing C tile by tile keeps the A, B and C tiles in cache, so B is "
                  "read from memory once per 64 rows instead of once per row",
-    .requires = {},
+    .needs = {},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, mw::gemm::MB, mw::gemm::NB); },
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_blocked) });

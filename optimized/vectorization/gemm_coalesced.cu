@@ -44,6 +44,6 @@ MW_REGISTER_VARIANT(gemm_coalesced_cuda, {
     .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 1,
     .rationale = "threads of a warp take neighbouring columns, so each warp reads B and writes C "
                  "in full 128-byte lines and A as a broadcast",
-    .requires = {"gpu"},
+    .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 1, 32); },
     .prepare = prepare_coalesced });

@@ -5,12 +5,16 @@
 // The design is GotoBLAS/BLIS's: C is computed in MR x NR register tiles; A is
 // packed into MR-row panels and B into NR-column panels, each laid out in the
 // exact order the micro-kernel reads it, zero-padded to whole tiles so the
-// micro-kernel never branches on edges. Three cache blocks wrap the tiles:
+// micro-kernel never branches on edges. Cache blocks wrap the tiles:
 //   KC  depth of one rank-KC update: a KC x NR micro-panel of B (32 KiB at
 //       KC=256, NR=32) stays in L1 while the kernel sweeps the A block;
-//   MC  rows of A packed at once: the MC x KC block (~144 KiB) stays in L2;
-//   NC  columns of B packed at once: the KC x NC block is shared by every
-//       MC block (and, in rung 4, by every thread) from L2/L3.
+//   MC  rows of A packed at once: the MC x KC block (96 KiB) stays in L2,
+//       and the MC x NC strip of C stays in L2 across the KC blocks;
+//   NC  columns of B packed at once, for all of K, as KC-deep slices: the
+//       packed block is read from L2/L3 by every MC block (and, in rung 4,
+//       by every thread).
+// Loop nest:  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
+//             pack A[ic, pc]; macro_kernel
 #pragma once
 
 #include <cstdlib>
@@ -49,6 +53,9 @@ void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp);
 // Floats needed by pack_a / pack_b for a block of the given size.
 inline long packed_a_floats(int mc, int kc, int mr) { return long((mc + mr - 1) / mr) * mr * kc; }
 inline long packed_b_floats(int kc, int nc, int nr) { return long((nc + nr - 1) / nr) * nr * kc; }
+// Where the KC slice starting at row pc sits in a packed K x nc block of B
+// (slices are stored one after the other, each packed_b_floats(kc, nc, nr)).
+inline float* packed_b_slice(float* Bp, int pc, int nc, int nr) { return Bp + packed_b_floats(pc, nc, nr); }
 
 // A 64-byte aligned float buffer, so every packed-panel vector load sits in
 // one cache line.
@@ -60,7 +67,8 @@ void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, cons
                   float* C, int ldc, bool accumulate);
 
 // The traffic model shared by rungs 3 and 4 (same blocking): bytes_blocked
-// with mb = MC, nb = NC, plus C re-read and re-written once per extra KC block.
+// with mb = MC (packed B re-read once per MC block), nb = NC (A once per NC
+// block); C stays in L2 across the KC blocks, so it is written once.
 double simd_bytes(const Shape& s, DType);
 
 }  // namespace mw::gemm::cpu

@@ -56,7 +56,7 @@ MW_REGISTER_VARIANT(gemm_cublas_cuda, {
     .name = "cublas", .op = "gemm", .lever = "vectorization",
     .role = mw::Role::vendor, .backend = MW_CUDA_BACKEND, .rung = 5,
     .rationale = "NVIDIA's tuned SGEMM, the ceiling the hand-written ladder is measured against",
-    .requires = {"gpu"},
+    .needs = {"gpu"},
     .prepare = prepare_cublas });
 
 #endif  // !MEMWALL_EMU

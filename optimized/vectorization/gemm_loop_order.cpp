@@ -21,17 +21,19 @@
 
 namespace mw::gemm {
 
+namespace {
+// c[0:n] += a * b[0:n]. restrict: a row of C never overlaps a row of B, so the
+// vectorized loop needs no run-time overlap check.
+void axpy_row(float* __restrict c, const float* __restrict b, float a, int n) {
+    for (int j = 0; j < n; ++j) c[j] += a * b[j];
+}
+}  // namespace
+
 void gemm_loop_order(const float* A, const float* B, float* C, int M, int N, int K) {
     for (int i = 0; i < M; ++i) {
-        // restrict: a row of C never overlaps B, so the vectorizer needs no
-        // run-time overlap check.
-        float* __restrict c = C + long(i) * N;
+        float* c = C + long(i) * N;
         std::fill(c, c + N, 0.0f);
-        for (int k = 0; k < K; ++k) {
-            const float a = A[long(i) * K + k];
-            const float* __restrict b = B + long(k) * N;
-            for (int j = 0; j < N; ++j) c[j] += a * b[j];
-        }
+        for (int k = 0; k < K; ++k) axpy_row(c, B + long(k) * N, A[long(i) * K + k], N);
     }
 }
 
@@ -43,6 +45,6 @@ MW_REGISTER_VARIANT(gemm_loop_order_cpu, {
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 1,
     .rationale = "i-k-j order makes the inner loop unit-stride over B and C, so it "
                  "uses every byte of each cache line and the compiler vectorizes it",
-    .requires = {},
+    .needs = {},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 1, double(s["n"])); },
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_loop_order) });

@@ -31,6 +31,6 @@ MW_REGISTER_VARIANT(gemm_openblas_cpu, {
     .role = mw::Role::vendor, .backend = mw::Backend::cpu, .rung = 5,
     .rationale = "OpenBLAS cblas_sgemm: the vendor-tuned version of the same packed, "
                  "register-blocked design, as the ceiling for the hand-written rungs",
-    .requires = {},
+    .needs = {},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 256, double(s["n"])); },
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_openblas) });

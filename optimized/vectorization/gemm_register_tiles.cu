@@ -28,8 +28,9 @@ static_assert(BM * BK % THREADS == 0 && BK * BN % THREADS == 0, "tiles must spli
 
 // At most 128 registers a thread, so two 256-thread blocks (16 warps) share
 // an SM; uncapped, nvcc spends ~136-166 and only one block fits.
-__global__ void MW_LAUNCH_BOUNDS(THREADS, 2) gemm_register_tiles_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                                           float* __restrict__ C, int M, int N, int K) {
+__global__ void MW_LAUNCH_BOUNDS(THREADS, 2)
+    gemm_register_tiles_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                               int M, int N, int K) {
     __shared__ float As[BM][BK];  // A tile as laid out in A: row-major, BK wide
     __shared__ float Bs[BK][BN];
     const int tid = threadIdx.x;
@@ -96,6 +97,6 @@ MW_REGISTER_VARIANT(gemm_register_tiles_cuda, {
     .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 3,
     .rationale = "each thread computes an 8x8 block of C in registers from 128x8 and 8x128 shared "
                  "tiles, cutting shared-memory loads per FMA 8x and global loads 4x",
-    .requires = {"gpu"},
+    .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 128, 128); },
     .prepare = prepare_register_tiles });

@@ -12,8 +12,9 @@
 // loads unit-stride and aligned, A and B are first copied ("packed") into
 // panels in exactly the order the kernel reads them, zero-padded so edge
 // tiles need no branches (gemm_cpu_kernels.hpp describes the blocking).
-// Bytes: B is packed once per NC-column block and streamed from L2 once per
-// MC-row block; A is packed once per NC block. FLOPs: 2*M*N*K plus padding.
+// Bytes: B is packed once and its packed copy streamed from L2/L3 once per
+// MC-row block; A is packed once per NC-column block; C stays in L2 while its
+// MC-row strip is being summed. FLOPs: 2*M*N*K (padding lanes aside).
 // The micro-kernels are written with intrinsics and a per-function target
 // attribute, so the binary still runs on any x86-64 and picks the ISA at run
 // time (__builtin_cpu_supports).
@@ -92,9 +93,10 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
     }
 }
 
-// KC*NR*4 = 32 KiB of B micro-panel for L1 (48 KiB); MC*KC*4 of A for L2.
-constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 144, 2048, &micro_avx512<12>};
-constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 144, 2048, &micro_avx2<6>};
+// KC*NR*4 = 32 KiB of B micro-panel for L1 (48 KiB); MC*KC*4 = 96 KiB of A
+// and MC*NC*4 = 768 KiB of C for L2 (2 MiB).
+constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 2048, &micro_avx512<12>};
+constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 2048, &micro_avx2<6>};
 constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile
 
 }  // namespace
@@ -162,14 +164,10 @@ std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n) {
     return {static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free};
 }
 
-// Bytes (AVX-512 blocking): the packed B block (KC x NC) is re-streamed once
-// per MC-row block and A once per NC-column block (mb = MC, nb = NC); on top
-// of that C is read and written again for every KC block after the first.
-double simd_bytes(const Shape& s, DType) {
-    const Kernel& k = kAvx512;
-    const double revisits = double((s["k"] + k.kc - 1) / k.kc - 1);
-    return bytes_blocked(s, k.mc, k.nc) + 8.0 * double(s["m"] * s["n"]) * revisits;
-}
+// Bytes (AVX-512 blocking): the packed B block is re-read once per MC-row
+// block, A once per NC-column block, C written once (it stays in L2 across the
+// KC slices).
+double simd_bytes(const Shape& s, DType) { return bytes_blocked(s, kAvx512.mc, kAvx512.nc); }
 
 }  // namespace mw::gemm::cpu
 
@@ -178,16 +176,21 @@ namespace mw::gemm {
 void gemm_simd(const float* A, const float* B, float* C, int M, int N, int K) {
     const cpu::Kernel& k = cpu::select_kernel();
     auto Ap = cpu::alloc_floats(cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
-    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(std::min(k.kc, K), std::min(k.nc, N), k.nr));
+    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(K, std::min(k.nc, N), k.nr));
     for (int jc = 0; jc < N; jc += k.nc) {
         const int nc = std::min(k.nc, N - jc);
-        for (int pc = 0; pc < K; pc += k.kc) {
-            const int kc = std::min(k.kc, K - pc);
-            cpu::pack_b(B + long(pc) * N + jc, N, kc, nc, k.nr, Bp.get());
-            for (int ic = 0; ic < M; ic += k.mc) {
-                const int mc = std::min(k.mc, M - ic);
+        // All of K for these NC columns, packed once as KC-deep slices.
+        for (int pc = 0; pc < K; pc += k.kc)
+            cpu::pack_b(B + long(pc) * N + jc, N, std::min(k.kc, K - pc), nc, k.nr,
+                        cpu::packed_b_slice(Bp.get(), pc, nc, k.nr));
+        for (int ic = 0; ic < M; ic += k.mc) {
+            const int mc = std::min(k.mc, M - ic);
+            // pc inside ic: the MC x NC strip of C stays in L2 across slices.
+            for (int pc = 0; pc < K; pc += k.kc) {
+                const int kc = std::min(k.kc, K - pc);
                 cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap.get());
-                cpu::macro_kernel(k, mc, nc, kc, Ap.get(), Bp.get(), C + long(ic) * N + jc, N, pc > 0);
+                cpu::macro_kernel(k, mc, nc, kc, Ap.get(), cpu::packed_b_slice(Bp.get(), pc, nc, k.nr),
+                                  C + long(ic) * N + jc, N, pc > 0);
             }
         }
     }
@@ -200,6 +203,6 @@ MW_REGISTER_VARIANT(gemm_simd_cpu, {
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 3,
     .rationale = "packed panels and an AVX-512 12x32 register tile do 24 FMAs per 2 loads "
                  "of B, so the core runs at its FMA rate instead of its load rate",
-    .requires = {"avx2"},
+    .needs = {"avx2"},
     .bytes = mw::gemm::cpu::simd_bytes,
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_simd) });

@@ -58,6 +58,6 @@ MW_REGISTER_VARIANT(gemm_smem_tiles_cuda, {
     .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 2,
     .rationale = "32x32 tiles of A and B staged in shared memory, so each element loaded from "
                  "global memory feeds 32 FMAs instead of one",
-    .requires = {"gpu"},
+    .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 32, 32); },
     .prepare = prepare_smem_tiles });

@@ -2,14 +2,18 @@
 //
 // Change from rung 3: nothing in the arithmetic. The same packing and the same
 // micro-kernel (gemm_cpu_kernels.hpp) run inside one OpenMP parallel region:
-//   - the packed B block (KC x NC) is shared: the threads pack its NR-wide
-//     panels between them, then wait at a barrier;
-//   - the rows of C are split into one contiguous run of whole MR-row tiles
-//     per thread; each thread packs its own A blocks into a private buffer and
-//     runs the macro-kernel over its rows, writing disjoint parts of C.
-// FLOPs and bytes per thread are 1/T of rung 3's, B is still packed once, so
-// the expected speedup is ~T (2 here) as long as each core stays FMA-bound;
-// the price is two barriers per KC block.
+//   - the packed B block (K x NC) is shared: the threads pack its panels
+//     between them, then wait at a barrier;
+//   - the MC-row blocks of C are dealt out to the threads dynamically; each
+//     thread packs its A block into a private buffer and runs rung 3's
+//     KC loop on it, writing a disjoint strip of C.
+// FLOPs and bytes per thread are 1/T of rung 3's and B is still packed once,
+// so the expected speedup is ~T (2 here) while each core stays FMA-bound.
+// The price is two barriers per NC block (one per call up to N = 2048) and
+// idle time at the last one when the blocks don't divide evenly. Few
+// barriers and dynamic blocks matter on a shared machine: a barrier waits for
+// the slowest thread, and a thread whose core is lent to another process is
+// slow.
 #include <omp.h>
 
 #include <algorithm>
@@ -24,34 +28,35 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
     const int threads = omp_get_max_threads();
     const long a_floats = cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr);
     auto Ap_all = cpu::alloc_floats(a_floats * threads);
-    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(std::min(k.kc, K), std::min(k.nc, N), k.nr));
+    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(K, std::min(k.nc, N), k.nr));
 
 #pragma omp parallel num_threads(threads)
     {
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        // Whole MR tiles per thread, so no tile straddles two threads.
-        const int tiles = (M + k.mr - 1) / k.mr;
-        const int row_begin = std::min(M, tiles * t / T * k.mr);
-        const int row_end = std::min(M, tiles * (t + 1) / T * k.mr);
-        float* Ap = Ap_all.get() + a_floats * t;
-
+        float* Ap = Ap_all.get() + a_floats * omp_get_thread_num();
         for (int jc = 0; jc < N; jc += k.nc) {
             const int nc = std::min(k.nc, N - jc);
-            for (int pc = 0; pc < K; pc += k.kc) {
-                const int kc = std::min(k.kc, K - pc);
-                // Pack B's panels cooperatively; the implicit barrier at the
-                // end of the loop makes the whole block visible to every thread.
-#pragma omp for schedule(static)
-                for (int j = 0; j < nc; j += k.nr)
+            // The threads pack B's KC x NR panels between them; the loop's
+            // implicit barrier makes the whole block visible before anyone
+            // reads it.
+#pragma omp for collapse(2) schedule(dynamic, 4)
+            for (int pc = 0; pc < K; pc += k.kc)
+                for (int j = 0; j < nc; j += k.nr) {
+                    const int kc = std::min(k.kc, K - pc);
                     cpu::pack_b(B + long(pc) * N + jc + j, N, kc, std::min(k.nr, nc - j), k.nr,
-                                Bp.get() + long(j) * kc);
-                for (int ic = row_begin; ic < row_end; ic += k.mc) {
-                    const int mc = std::min(k.mc, row_end - ic);
-                    cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap);
-                    cpu::macro_kernel(k, mc, nc, kc, Ap, Bp.get(), C + long(ic) * N + jc, N, pc > 0);
+                                cpu::packed_b_slice(Bp.get(), pc, nc, k.nr) + long(j) * kc);
                 }
-                // Nobody may repack B while another thread still reads it.
-#pragma omp barrier
+            // MC-row blocks are dealt out one at a time, so a core slowed by
+            // other work simply takes fewer; each thread packs its own A. The
+            // implicit barrier keeps B from being repacked while still read.
+#pragma omp for schedule(dynamic, 1)
+            for (int ic = 0; ic < M; ic += k.mc) {
+                const int mc = std::min(k.mc, M - ic);
+                for (int pc = 0; pc < K; pc += k.kc) {
+                    const int kc = std::min(k.kc, K - pc);
+                    cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap);
+                    cpu::macro_kernel(k, mc, nc, kc, Ap, cpu::packed_b_slice(Bp.get(), pc, nc, k.nr),
+                                      C + long(ic) * N + jc, N, pc > 0);
+                }
             }
         }
     }
@@ -64,6 +69,6 @@ MW_REGISTER_VARIANT(gemm_threads_cpu, {
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 4,
     .rationale = "the rung-3 kernel on every core: threads share the packed B block and "
                  "split the rows of C, so FLOP/s scale with the core count",
-    .requires = {"avx2"},
+    .needs = {"avx2"},
     .bytes = mw::gemm::cpu::simd_bytes,
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_threads) });

@@ -52,6 +52,6 @@ MW_REGISTER_VARIANT(gemm_naive_cuda, {
     .role = mw::Role::reference, .backend = MW_CUDA_BACKEND, .rung = 0,
     .rationale = "one thread per output with threads of a warp walking down a column: "
                  "B is broadcast but A is read with a stride of K floats, so every load is uncoalesced",
-    .requires = {"gpu"},
+    .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::gemm::bytes_blocked(s, 1, 1); },
     .prepare = prepare_naive });

@@ -1,0 +1,569 @@
+// `memwall plot`: one roofline and one speedup chart per (lever, op,
+// backend, shape), drawn by gnuplot from a results file.
+//
+// Roofline: log-log, x = arithmetic intensity (FLOP/byte), y = GFLOP/s.
+// Measured roofs are solid (DRAM triad thick, cache levels thin, compute
+// peak thick); spec-sheet roofs of GPUs dashed. Each variant is a point;
+// an arrow runs from the naive rung to the fastest optimized variant.
+// Speedup: one bar per variant (speedup_vs_naive), vendor bar coloured apart.
+//
+// Each figure is a .gp script plus .dat files in the output folder, run as
+// `gnuplot script.gp` there; both stay, so the figure can be redrawn by hand.
+#include "harness/plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "harness/ceilings.hpp"
+
+namespace mw {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ---------------------------------------------------------------- runs
+
+struct Run {
+    std::string variant, role, dtype;
+    int rung = 0;
+    double intensity = 0, gflops = 0, speedup = 0;
+    bool correct = true;
+};
+
+struct Group {
+    std::string lever, op, backend, shape, stem;
+    std::vector<Run> runs;
+};
+
+std::string str(const json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+double num(const json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// Emulated CUDA runs on the CPU: their times say nothing about a GPU.
+bool timing_meaningful(const json& r) {
+    if (str(r, "backend") == "cuda-emu") return false;
+    auto it = r.find("timing_meaningful");
+    return it == r.end() || !it->is_boolean() || it->get<bool>();
+}
+
+std::string slug(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '_' || c == '.') {
+            out += char(std::tolower(c));
+        } else if (!out.empty() && out.back() != '-') {
+            out += '-';
+        }
+    }
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    return out.empty() ? "x" : out;
+}
+
+std::vector<Group> group_runs(const json& results) {
+    std::vector<Group> groups;
+    std::map<std::string, size_t> index;
+    if (!results.contains("runs") || !results["runs"].is_array()) return groups;
+    for (const auto& r : results["runs"]) {
+        if (!r.is_object() || !timing_meaningful(r)) continue;
+        Group key{str(r, "lever"), str(r, "op"), str(r, "backend"), str(r, "shape_str"), "", {}};
+        if (key.shape.empty() && r.contains("shape")) key.shape = r["shape"].dump();
+        std::string id = key.lever + "\n" + key.op + "\n" + key.backend + "\n" + key.shape;
+        auto [it, fresh] = index.try_emplace(id, groups.size());
+        if (fresh) groups.push_back(key);
+        Run run;
+        run.variant = str(r, "variant");
+        run.role = str(r, "role");
+        run.dtype = str(r, "dtype");
+        run.rung = int(num(r, "rung"));
+        run.intensity = num(r, "intensity");
+        run.gflops = num(r, "gflops");
+        run.speedup = num(r, "speedup_vs_naive");
+        run.correct = !r.contains("correct") || !r["correct"].is_boolean() || r["correct"].get<bool>();
+        groups[it->second].runs.push_back(run);
+    }
+    // File stem; the shape joins it only where one (lever, op, backend) has several.
+    std::map<std::string, int> shapes_per;
+    for (const auto& g : groups) shapes_per[g.lever + "/" + g.op + "/" + g.backend]++;
+    for (auto& g : groups) {
+        g.stem = slug(g.lever) + "-" + slug(g.op) + "-" + slug(g.backend);
+        if (shapes_per[g.lever + "/" + g.op + "/" + g.backend] > 1) g.stem += "-" + slug(g.shape);
+        std::stable_sort(g.runs.begin(), g.runs.end(), [](const Run& a, const Run& b) {
+            auto order = [](const Run& r) { return r.role == "vendor" ? 1 : 0; };
+            if (order(a) != order(b)) return order(a) < order(b);
+            return a.rung < b.rung;
+        });
+    }
+    return groups;
+}
+
+bool is_naive(const Run& r) { return r.role == "reference" || (r.rung == 0 && r.role != "vendor"); }
+
+// ---------------------------------------------------------------- gnuplot text
+
+// A gnuplot double-quoted string: backslashes and quotes escaped, "\n" a line break.
+std::string q(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string g(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// 3 significant figures, no exponent: what a reader wants beside a roof.
+std::string fmt(double v) {
+    char buf[32];
+    if (v >= 100)
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (v >= 10)
+        std::snprintf(buf, sizeof buf, "%.1f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f", v);
+    return buf;
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+// Whether this gnuplot has the cairo PNG terminal (sharper text); else `png`.
+bool has_pngcairo() {
+    static int cached = -1;
+    if (cached < 0) {
+        cached = 0;
+        if (FILE* p = popen("gnuplot -e 'set terminal' 2>&1", "r")) {
+            char buf[512];
+            while (std::fgets(buf, sizeof buf, p))
+                if (std::string(buf).find("pngcairo") != std::string::npos) cached = 1;
+            pclose(p);
+        }
+    }
+    return cached == 1;
+}
+
+// Terminal lines for the two outputs of a figure; the script draws once for
+// SVG, switches terminal and replots for PNG.
+std::string svg_terminal(const std::string& stem) {
+    return "set terminal svg size 1280,800 dynamic noenhanced font 'Sans,13' background '#ffffff'\n"
+           "set output '" + stem + ".svg'\n";
+}
+std::string png_terminal(const std::string& stem) {
+    std::string term = has_pngcairo() ? "pngcairo size 1280,800 noenhanced font 'Sans,11'"
+                                      : "png size 1280,800 noenhanced font 'Sans,11'";
+    return "set terminal " + term + "\nset output '" + stem + ".png'\nreplot\nunset output\n";
+}
+
+void write_file(const fs::path& p, const std::string& text, std::vector<fs::path>* written) {
+    std::ofstream f(p);
+    if (!f) throw std::runtime_error("cannot write " + p.string());
+    f << text;
+    if (written) written->push_back(p);
+}
+
+void run_gnuplot(const fs::path& dir, const std::string& script) {
+    const std::string err = script + ".err";
+    const std::string cmd =
+        "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(script) + " 2> " + shell_quote(err);
+    const int rc = std::system(cmd.c_str());
+    std::ifstream e(dir / err);
+    std::string msg((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    fs::remove(dir / err, ec);
+    if (rc != 0) throw std::runtime_error("gnuplot failed on " + (dir / script).string() + ":\n" + msg);
+}
+
+// ---------------------------------------------------------------- roofs
+
+struct Roof {
+    std::string title;
+    double gbps = 0;   // > 0: a bandwidth diagonal y = gbps * x, up to `peak`
+    double peak = 0;   // the compute roof the diagonal meets (or a horizontal roof when gbps == 0)
+    std::string style;  // gnuplot line style
+};
+
+std::string canonical_dtype(const std::string& d) {
+    if (d == "f32" || d == "float") return "fp32";
+    if (d == "f64" || d == "double") return "fp64";
+    if (d == "f16") return "fp16";
+    if (d == "i8" || d == "s8" || d == "u8") return "int8";
+    return d;
+}
+
+const char* const kMeasured = "#1a1a1a";
+
+std::vector<Roof> cpu_roofs(const Ceilings& c, const std::set<std::string>& dtypes) {
+    std::vector<Roof> roofs;
+    const double peak = peak_gflops(c, "fp32");
+    const double dram = dram_gbps(c);
+    const std::string thr = " (" + std::to_string(std::max(c.threads, 1)) + " threads)";
+    if (peak > 0)
+        roofs.push_back({"fp32 FMA peak " + fmt(peak) + " GFLOP/s" + thr, 0, peak,
+                         std::string("lw 3 lc rgb '") + kMeasured + "'"});
+    for (const auto& d : dtypes) {
+        if (d == "fp32") continue;
+        double p = peak_gflops(c, d);
+        if (p > 0)
+            roofs.push_back({d + " peak " + fmt(p) + (d == "int8" ? " GOP/s" : " GFLOP/s"), 0, p,
+                             "lw 2 dt 4 lc rgb '#555555'"});
+    }
+    const double top = peak > 0 ? peak : 1e300;
+    if (c.l1_gbps > 0) roofs.push_back({"L1 " + fmt(c.l1_gbps) + " GB/s", c.l1_gbps, top, "lw 1.5 lc rgb '#9ecae1'"});
+    if (c.l2_gbps > 0) roofs.push_back({"L2 " + fmt(c.l2_gbps) + " GB/s", c.l2_gbps, top, "lw 1.5 lc rgb '#6baed6'"});
+    if (c.l3_gbps > 0) roofs.push_back({"L3 " + fmt(c.l3_gbps) + " GB/s", c.l3_gbps, top, "lw 1.5 lc rgb '#3182bd'"});
+    if (dram > 0)
+        roofs.push_back({"DRAM triad " + fmt(dram) + " GB/s" + thr, dram, top,
+                         std::string("lw 3 lc rgb '") + kMeasured + "'"});
+    return roofs;
+}
+
+double gpu_peak(const Ceilings& c, const std::string& dtype) {
+    double best = 0;
+    for (const auto& p : c.gpu_peaks)
+        if (canonical_dtype(p.dtype) == canonical_dtype(dtype)) best = std::max(best, p.gflops);
+    return best;
+}
+
+std::vector<Roof> gpu_roofs(const Ceilings& c, const std::string& gpu_name, const std::set<std::string>& dtypes) {
+    std::vector<Roof> roofs;
+    // Measured: solid.
+    double top = 0;
+    for (const auto& d : dtypes) {
+        double p = gpu_peak(c, d);
+        if (p <= 0) continue;
+        top = std::max(top, p);
+        roofs.push_back({"measured " + d + " peak " + fmt(p / 1e3) + " TFLOP/s", 0, p,
+                         std::string("lw 3 lc rgb '") + kMeasured + "'"});
+    }
+    if (top <= 0) top = gpu_peak(c, "fp32");
+    if (top <= 0) top = 1e300;
+    if (c.gpu_l2_gbps > 0)
+        roofs.push_back({"measured L2 " + fmt(c.gpu_l2_gbps) + " GB/s", c.gpu_l2_gbps, top, "lw 1.5 lc rgb '#6baed6'"});
+    if (c.gpu_dram_gbps > 0)
+        roofs.push_back({"measured DRAM " + fmt(c.gpu_dram_gbps) + " GB/s", c.gpu_dram_gbps, top,
+                         std::string("lw 3 lc rgb '") + kMeasured + "'"});
+    // Spec sheets: dashed. The board at hand if known, else two landmarks.
+    std::vector<const GpuSpec*> specs;
+    if (const GpuSpec* s = find_gpu_spec(gpu_name.empty() ? c.gpu_name : gpu_name)) specs.push_back(s);
+    if (specs.empty()) specs = {find_gpu_spec("A100-SXM4-80GB"), find_gpu_spec("H100-SXM5-80GB")};
+    const char* colours[] = {"#d95f02", "#7570b3"};
+    for (size_t i = 0; i < specs.size(); ++i) {
+        const GpuSpec& s = *specs[i];
+        const std::string lc = std::string(" dt 2 lc rgb '") + colours[i % 2] + "'";
+        double spec_top = s.fp32_tflops * 1e3;
+        roofs.push_back({s.name + " FP32 " + fmt(s.fp32_tflops) + " TFLOP/s (spec)", 0, spec_top, "lw 2" + lc});
+        if (dtypes.count("fp16") || dtypes.count("bf16")) {
+            spec_top = s.fp16_tflops * 1e3;
+            roofs.push_back({s.name + " FP16 tensor " + fmt(s.fp16_tflops) + " TFLOP/s (spec)", 0, spec_top,
+                             "lw 2" + lc});
+        }
+        roofs.push_back({s.name + " HBM " + fmt(s.hbm_gbps) + " GB/s (spec)", s.hbm_gbps, spec_top, "lw 2" + lc});
+    }
+    return roofs;
+}
+
+// ---------------------------------------------------------------- roofline
+
+const char* const kPalette[] = {"#7f7f7f", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
+                                "#e377c2", "#17becf", "#bcbd22", "#d62728", "#393b79"};
+const char* const kVendor = "#ff7f0e";
+
+std::string run_colour(const Run& r, size_t i) {
+    if (r.role == "vendor") return kVendor;
+    if (is_naive(r)) return kPalette[0];
+    return kPalette[1 + i % 9];
+}
+int run_point_type(const Run& r) { return r.role == "vendor" ? 9 : is_naive(r) ? 5 : 7; }
+
+std::string run_label(const Run& r, bool show_dtype) {
+    std::string s = r.role == "vendor" ? r.variant + " (vendor)" : std::to_string(r.rung) + ": " + r.variant;
+    if (show_dtype && !r.dtype.empty()) s += " [" + r.dtype + "]";
+    if (!r.correct) s += " (WRONG RESULT)";
+    return s;
+}
+
+std::string machine_line(const json& results, const Group& grp) {
+    const json m = results.value("machine", json::object());
+    std::string cpu = str(m, "cpu_model");
+    std::string gpu = m.contains("gpu") && m["gpu"].is_object() ? str(m["gpu"], "name") : "";
+    std::string who = grp.backend == "cuda" && !gpu.empty() ? gpu : cpu;
+    return who.empty() ? std::string("unnamed machine") : who;
+}
+
+void plot_roofline(const json& results, const Ceilings& c, const Group& grp, const fs::path& dir,
+                   std::vector<fs::path>* written) {
+    std::vector<Run> pts;
+    for (const auto& r : grp.runs)
+        if (r.intensity > 0 && r.gflops > 0) pts.push_back(r);
+    if (pts.empty()) return;
+    std::set<std::string> dtypes;
+    for (const auto& r : pts) dtypes.insert(canonical_dtype(r.dtype.empty() ? "f32" : r.dtype));
+    const bool gpu = grp.backend == "cuda";
+    const json m = results.value("machine", json::object());
+    const std::string gpu_name = m.contains("gpu") && m["gpu"].is_object() ? str(m["gpu"], "name") : "";
+    const auto roofs = gpu ? gpu_roofs(c, gpu_name, dtypes) : cpu_roofs(c, dtypes);
+
+    // Axes: every point and every ridge (where a diagonal meets its roof),
+    // with room around them, snapped to whole decades.
+    double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
+    for (const auto& r : pts) {
+        xlo = std::min(xlo, r.intensity), xhi = std::max(xhi, r.intensity);
+        ylo = std::min(ylo, r.gflops), yhi = std::max(yhi, r.gflops);
+    }
+    for (const auto& rf : roofs) {
+        if (rf.peak < 1e299) yhi = std::max(yhi, rf.peak);
+        if (rf.gbps > 0 && rf.peak < 1e299 && rf.title.find("L1") == std::string::npos &&
+            rf.title.find("L2") == std::string::npos)
+            xhi = std::max(xhi, rf.peak / rf.gbps);
+    }
+    // Start a decade left of the leftmost ridge so every diagonal is seen climbing.
+    for (const auto& rf : roofs)
+        if (rf.gbps > 0 && rf.peak < 1e299) xlo = std::min(xlo, rf.peak / rf.gbps / 10);
+    xlo = std::pow(10, std::floor(std::log10(xlo / 2)));
+    xhi = std::pow(10, std::ceil(std::log10(xhi * 2)));
+    ylo = std::pow(10, std::floor(std::log10(ylo / 2)));
+    yhi = std::pow(10, std::ceil(std::log10(yhi * 1.5)));
+
+    // GPU figures in TFLOP/s: six-digit GFLOP/s are hard to read.
+    const double scale = gpu ? 1e3 : 1.0;
+    const std::string unit = gpu ? "TFLOP/s" : "GFLOP/s";
+    auto Y = [&](double gflops) { return g(gflops / scale); };
+
+    const std::string stem = "roofline-" + grp.stem;
+    // Roof segments, one data block each: from where the line enters the
+    // plot to the ridge, then along the roof to the right edge.
+    std::ostringstream roofs_dat;
+    roofs_dat << "# intensity(FLOP/byte) " << unit << "; one block per roof, in the order of the script's plot\n";
+    for (const auto& rf : roofs) {
+        roofs_dat << "# " << rf.title << "\n";
+        if (rf.gbps > 0) {
+            double x0 = std::max(xlo, ylo / rf.gbps);
+            double ridge = std::min(xhi, rf.peak / rf.gbps);
+            roofs_dat << g(x0) << " " << Y(rf.gbps * x0) << "\n" << g(ridge) << " " << Y(rf.gbps * ridge) << "\n";
+            if (ridge < xhi) roofs_dat << g(xhi) << " " << Y(rf.peak) << "\n";
+        } else {
+            roofs_dat << g(xlo) << " " << Y(rf.peak) << "\n" << g(xhi) << " " << Y(rf.peak) << "\n";
+        }
+        roofs_dat << "\n\n";
+    }
+    std::ostringstream pts_dat;
+    pts_dat << "# intensity(FLOP/byte) " << unit << " variant; one block per variant\n";
+    for (const auto& r : pts) pts_dat << g(r.intensity) << " " << Y(r.gflops) << " " << q(r.variant) << "\n\n\n";
+    write_file(dir / (stem + ".roofs.dat"), roofs_dat.str(), written);
+    write_file(dir / (stem + ".points.dat"), pts_dat.str(), written);
+
+    std::ostringstream s;
+    s << "# Roofline of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
+      << "), written by `memwall plot`.\n# Redraw with: gnuplot " << stem << ".gp\n";
+    s << svg_terminal(stem);
+    const std::string dtype_list = [&] {
+        std::string d;
+        for (const auto& t : dtypes) d += (d.empty() ? "" : ",") + t;
+        return d;
+    }();
+    std::string sub = machine_line(results, grp) + "  |  roofs: " +
+                      (gpu ? std::string("measured solid, spec sheet dashed")
+                           : "measured (" + (c.source.empty() ? std::string("no calibration") : c.source) + ")");
+    s << "set title " << q("Roofline: " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " + grp.shape + ", " +
+                           dtype_list + ")\n" + sub)
+      << "\n";
+    s << "set xlabel 'arithmetic intensity (FLOP/byte)'\n";
+    s << "set ylabel 'performance (" << unit << ")'\n";
+    s << "set logscale xy\n";
+    s << "set xrange [" << g(xlo) << ":" << g(xhi) << "]\nset yrange [" << Y(ylo) << ":" << Y(yhi) << "]\n";
+    s << "set format x '%g'\nset format y '%g'\nset mxtics 10\nset mytics 10\n";
+    s << "set grid xtics ytics mxtics mytics lc rgb '#e5e5e5' lw 1, lc rgb '#f3f3f3' lw 1\n";
+    s << "set style textbox opaque noborder margins 0.5,0.3\n";  // labels stay legible over roof lines
+    s << "set key outside right top vertical Left reverse noopaque spacing 1.3 samplen 2.5 box lc rgb '#bbbbbb'\n";
+    s << "set rmargin at screen 0.64\nset lmargin at screen 0.08\nset tmargin at screen 0.88\nset bmargin at screen 0.10\n";
+
+    // Point labels: right of each point; pushed apart vertically where two
+    // labels would overlap (same column, close in log y), with a leader line.
+    const double ux = std::log10(xhi / xlo), uy = std::log10(yhi / ylo);
+    const double gap = 0.034 * uy;   // one text line at 800 px
+    const double width = 0.22 * ux;  // a label's width, generously
+    std::vector<size_t> order(pts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pts[a].gflops < pts[b].gflops; });
+    std::vector<double> lv(pts.size());
+    std::vector<size_t> placed;
+    for (size_t i : order) {
+        double v = std::log10(pts[i].gflops);
+        const double u = std::log10(pts[i].intensity);
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (size_t j : placed)
+                if (std::abs(std::log10(pts[j].intensity) - u) < width && std::abs(lv[j] - v) < gap) {
+                    v = lv[j] + gap;
+                    moved = true;
+                }
+        }
+        lv[i] = v;
+        placed.push_back(i);
+    }
+    // The pass above only pushes up; centre each chain of pushed labels on
+    // its points instead, so the top one does not climb into the roof.
+    for (size_t a = 0; a < order.size();) {
+        size_t b = a + 1;
+        while (b < order.size() && lv[order[b]] - lv[order[b - 1]] <= gap * 1.0001 &&
+               std::abs(std::log10(pts[order[b]].intensity / pts[order[b - 1]].intensity)) < width)
+            ++b;
+        double shift = 0;
+        for (size_t k = a; k < b; ++k) shift += lv[order[k]] - std::log10(pts[order[k]].gflops);
+        shift /= double(b - a);
+        for (size_t k = a; k < b; ++k) lv[order[k]] -= shift;
+        a = b;
+    }
+    const bool show_dtype = dtypes.size() > 1;
+    int tag = 1;
+    // Labels go right of their point, or left of it in the right quarter of
+    // the plot where they would run into the key.
+    auto on_left = [&](const Run& r) { return std::log10(r.intensity / xlo) / ux > 0.72; };
+    for (size_t i = 0; i < pts.size(); ++i) {
+        const bool left = on_left(pts[i]);
+        const double lx = pts[i].intensity * std::pow(10, (left ? -0.025 : 0.025) * ux), ly = std::pow(10, lv[i]);
+        s << "set label " << tag++ << " " << q(run_label(pts[i], show_dtype)) << " at " << g(lx) << "," << Y(ly)
+          << (left ? " right" : " left") << " boxed front tc rgb '" << run_colour(pts[i], i) << "'\n";
+        if (std::abs(lv[i] - std::log10(pts[i].gflops)) > 0.2 * gap)
+            s << "set arrow from " << g(pts[i].intensity) << "," << Y(pts[i].gflops) << " to " << g(lx) << ","
+              << Y(ly) << " nohead lw 0.6 lc rgb '#aaaaaa' back\n";
+    }
+    // The lesson in one arrow: naive -> fastest correct optimized variant.
+    const Run* naive = nullptr;
+    const Run* best = nullptr;
+    for (const auto& r : pts) {
+        if (!naive && is_naive(r)) naive = &r;
+        if (r.role == "optimized" && r.correct && (!best || r.gflops > best->gflops)) best = &r;
+    }
+    if (naive && best && best != naive) {
+        // Stop the head just short of the target so its marker stays visible.
+        const double du = std::log10(best->intensity / naive->intensity) / ux;
+        const double dv = std::log10(best->gflops / naive->gflops) / uy;
+        const double len = std::hypot(du, dv);
+        const double t = len > 0.05 ? 1 - 0.018 / len : 1.0;
+        const double ex = naive->intensity * std::pow(best->intensity / naive->intensity, t);
+        const double ey = naive->gflops * std::pow(best->gflops / naive->gflops, t);
+        s << "set arrow from " << g(naive->intensity) << "," << Y(naive->gflops) << " to " << g(ex) << "," << Y(ey)
+          << " head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front\n";
+        const double mx = std::sqrt(naive->intensity * best->intensity), my = std::sqrt(naive->gflops * best->gflops);
+        s << "set label " << tag++ << " " << q(fmt(best->gflops / naive->gflops) + "x") << " at " << g(mx) << ","
+          << Y(my) << (on_left(*best) ? " left offset char 0.8,0" : " right offset char -0.8,0")
+          << " front tc rgb '#d62728' font ',14'\n";
+    }
+
+    s << "plot ";
+    bool first = true;
+    for (size_t i = 0; i < roofs.size(); ++i) {
+        s << (first ? "" : ", \\\n     ") << "'" << stem << ".roofs.dat' index " << i << " using 1:2 with lines "
+          << roofs[i].style << " title " << q(roofs[i].title);
+        first = false;
+    }
+    for (size_t i = 0; i < pts.size(); ++i) {
+        s << (first ? "" : ", \\\n     ") << "'" << stem << ".points.dat' index " << i
+          << " using 1:2 with points pt " << run_point_type(pts[i]) << " ps 2 lc rgb '" << run_colour(pts[i], i)
+          << "' title " << q(run_label(pts[i], show_dtype) + "  " + fmt(pts[i].gflops / scale) + " " + unit);
+        first = false;
+    }
+    s << "\n" << png_terminal(stem);
+    write_file(dir / (stem + ".gp"), s.str(), written);
+    run_gnuplot(dir, stem + ".gp");
+    if (written) written->push_back(dir / (stem + ".svg")), written->push_back(dir / (stem + ".png"));
+}
+
+// ---------------------------------------------------------------- speedup bars
+
+void plot_speedup(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
+    std::vector<Run> bars;
+    for (const auto& r : grp.runs)
+        if (r.speedup > 0) bars.push_back(r);
+    if (bars.empty()) return;
+    double lo = 1, hi = 1;
+    for (const auto& r : bars) lo = std::min(lo, r.speedup), hi = std::max(hi, r.speedup);
+    // Log scale once the bars span more than 20x: a 300x rung would flatten the rest.
+    const bool logy = hi / lo > 20;
+    const double ybottom = logy ? std::pow(10, std::floor(std::log10(lo / 1.5))) : 0;
+    const double ytop = logy ? std::pow(10, std::ceil(std::log10(hi * 3))) : hi * 1.2;
+
+    const std::string stem = "speedup-" + grp.stem;
+    std::set<std::string> dtypes;
+    for (const auto& r : bars) dtypes.insert(r.dtype);
+    const bool show_dtype = dtypes.size() > 1;
+    std::ostringstream dat;
+    dat << "# index speedup_vs_naive colour(0xRRGGBB) label variant\n";
+    for (size_t i = 0; i < bars.size(); ++i) {
+        const Run& r = bars[i];
+        const std::string colour = r.role == "vendor" ? kVendor : is_naive(r) ? "#9e9e9e" : "#1f77b4";
+        dat << i << " " << g(r.speedup) << " 0x" << colour.substr(1) << " " << q(fmt(r.speedup) + "x") << " "
+            << q(run_label(r, show_dtype)) << "\n";
+    }
+    write_file(dir / (stem + ".dat"), dat.str(), written);
+
+    std::ostringstream s;
+    s << "# Speedups of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
+      << ") over the naive rung, written by `memwall plot`.\n# Redraw with: gnuplot " << stem << ".gp\n";
+    s << svg_terminal(stem);
+    s << "set title " << q("Speedup over naive: " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " +
+                           grp.shape + ")\n" + machine_line(results, grp) +
+                           "  |  from best-of-N times measured in the same run")
+      << "\n";
+    s << "set ylabel 'speedup over the naive rung (x)'\nset xlabel 'variant (rung: name)'\n";
+    s << "set xrange [-0.6:" << g(bars.size() - 0.4) << "]\n";
+    if (logy) s << "set logscale y\nset format y '%gx'\n";
+    else s << "set format y '%gx'\n";
+    s << "set yrange [" << g(ybottom) << ":" << g(ytop) << "]\n";
+    s << "set grid ytics lc rgb '#e5e5e5'\nset xtics rotate by 25 right nomirror\nset key off\n";
+    s << "set style fill solid 0.9 border lc rgb '#333333'\n";
+    s << "set bmargin 9\nset rmargin 4\nset lmargin 12\n";
+    s << "set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 dt 2 lc rgb '#555555' back\n";
+    s << "set label 100 'vendor library' at graph 0.99, graph 0.95 right tc rgb '" << kVendor << "'\n";
+    s << "set label 101 'optimized rungs' at graph 0.99, graph 0.91 right tc rgb '#1f77b4'\n";
+    // Bars as explicit boxes so a log axis gets a proper floor.
+    s << "plot '" << stem << ".dat' using 1:2:($1-0.35):($1+0.35):(" << (logy ? g(ybottom) : "0")
+      << "):2:3:xtic(5) with boxxyerror lc rgb variable, \\\n"
+      << "     '' using 1:2:4 with labels offset 0,0.8 font ',12'\n";
+    s << png_terminal(stem);
+    write_file(dir / (stem + ".gp"), s.str(), written);
+    run_gnuplot(dir, stem + ".gp");
+    if (written) written->push_back(dir / (stem + ".svg")), written->push_back(dir / (stem + ".png"));
+}
+
+}  // namespace
+
+bool gnuplot_available() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+void plot_results(const json& results, const fs::path& out_dir, std::vector<fs::path>* written) {
+    if (!gnuplot_available()) throw std::runtime_error("gnuplot not found: apt-get install gnuplot-nox");
+    fs::create_directories(out_dir);
+    const Ceilings c = ceilings_from_json(results.value("ceilings", json::object()));
+    for (const auto& grp : group_runs(results)) {
+        plot_roofline(results, c, grp, out_dir, written);
+        plot_speedup(results, grp, out_dir, written);
+    }
+}
+
+}  // namespace mw

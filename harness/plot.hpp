@@ -1,0 +1,27 @@
+// `memwall plot`: rooflines and speedup bars from a results file, drawn by
+// gnuplot. The .gp scripts and .dat files stay next to the images so a
+// student can restyle a figure or plot their own numbers into it.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mw {
+
+// Whether a `gnuplot` executable is on PATH.
+bool gnuplot_available();
+
+// For each (lever, op, backend, shape) group of `results` (schema
+// memwall.results/1) writes into `out_dir`
+//   roofline-<lever>-<op>-<backend>[-<shape>].{svg,png,gp,points.dat,roofs.dat}
+//   speedup-<lever>-<op>-<backend>[-<shape>].{svg,png,gp,dat}
+// (the shape suffix only when a (lever, op, backend) has several shapes).
+// Runs whose timings mean nothing (backend cuda-emu, timing_meaningful
+// false) are left out. Every file written is appended to `written`.
+// Throws std::runtime_error when gnuplot is missing or fails.
+void plot_results(const nlohmann::json& results, const std::filesystem::path& out_dir,
+                  std::vector<std::filesystem::path>* written = nullptr);
+
+}  // namespace mw

@@ -1,0 +1,48 @@
+// Host entry points of the cuda-emu test kernels (tests/emu/*.cu). Each one
+// copies its inputs to "device" memory, launches through mw::launch and
+// copies the result back, exactly as a CUDA host wrapper would.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace emu_test {
+
+// Warp-shuffle reduction: out[r] = sum of row r of x[rows][cols].
+std::vector<float> row_sums(const std::vector<float>& x, int rows, int cols, int block_threads);
+
+// Shared-memory tiled matmul C[M,N] = A[M,K] B[K,N] with 32x32 tiles (or 16x16).
+// `missing` drops one barrier: 0 none, 1 the one after loading the tiles,
+// 2 the one before the next tiles overwrite them.
+std::vector<float> tiled_matmul(const std::vector<float>& A, const std::vector<float>& B, int M, int N, int K,
+                                int tile, int missing = 0);
+
+// Online softmax over each row of x[rows][cols], one block per row.
+std::vector<float> online_softmax(const std::vector<float>& x, int rows, int cols, int block_threads);
+
+// Reverses each block's chunk of x through dynamic shared memory.
+std::vector<float> reverse_in_blocks(const std::vector<float>& x, int block_threads);
+
+// Every thread of the grid adds 1 to an int counter and 0.5 to a float and a
+// double: returns {int count, float sum, double sum}.
+struct AtomicTotals { long long count; double fsum, dsum; unsigned max_seen; };
+AtomicTotals count_atomically(unsigned blocks, unsigned threads);
+
+// Each thread writes its global linear index at its (x,y,z) position.
+std::vector<std::int64_t> index_3d(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz);
+
+// Warp primitives: per thread {ballot, shfl width 8 idx, shfl_up 3, shfl_xor 5 width 16, syncthreads_count}.
+std::vector<std::int64_t> warp_primitives(int threads);
+
+// Faults: each launch throws mw::emu::LaunchError.
+void divergent_barrier();       // half the block returns before __syncthreads
+void barrier_in_branches();     // threads wait at two different __syncthreads
+void shuffle_mask_excludes_caller();  // lanes 16..31 call with mask 0x0000ffff
+void shuffle_reads_outside_mask();   // lane 15 of mask 0x0000ffff shuffles down from lane 16
+void shuffle_masks_differ();    // lane 0 uses a mask the others don't
+void shuffle_after_exit();      // full-mask shuffle after half the warp returned
+void global_out_of_bounds();          // writes one past a cudaMalloc'd buffer (ASan only)
+void dynamic_shared_out_of_bounds();  // reads one past smem_bytes (ASan only)
+void reads_uninitialised_static_shared(std::vector<float>& out);  // no throw: NaN shows up
+
+}  // namespace emu_test

@@ -1,0 +1,292 @@
+// Tests of the cuda-emu backend (harness/emu): kernels written as CUDA
+// sources (tests/emu/*.cu) run on the CPU and match fp64 references; kernels
+// that break CUDA's rules either fail a numeric check deterministically or
+// throw mw::emu::LaunchError naming kernel, block and thread.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/emu/cuda_emu.hpp"
+#include "tests/emu/emu_kernels.hpp"
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(gen);
+    return v;
+}
+
+std::vector<double> matmul_ref(const std::vector<float>& A, const std::vector<float>& B, int M, int N, int K) {
+    std::vector<double> C(static_cast<std::size_t>(M) * N, 0.0);
+    for (int i = 0; i < M; ++i)
+        for (int k = 0; k < K; ++k)
+            for (int j = 0; j < N; ++j) C[i * N + j] += static_cast<double>(A[i * K + k]) * B[k * N + j];
+    return C;
+}
+
+// Max |got - ref| over all elements; NaN anywhere counts as infinitely wrong.
+double max_abs_error(const std::vector<float>& got, const std::vector<double>& ref) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        double e = std::abs(static_cast<double>(got[i]) - ref[i]);
+        if (std::isnan(e)) return INFINITY;
+        worst = std::max(worst, e);
+    }
+    return worst;
+}
+
+// The message names what went wrong, the kernel, the block and the thread.
+void expect_launch_error(void (*fn)(), const std::string& kernel, const std::string& what) {
+    try {
+        fn();
+        ADD_FAILURE() << "expected mw::emu::LaunchError mentioning " << what;
+    } catch (const mw::emu::LaunchError& e) {
+        const std::string msg = e.what();
+        std::printf("  [message] %s\n", msg.c_str());
+        EXPECT_NE(msg.find(kernel), std::string::npos) << msg;
+        EXPECT_NE(msg.find("block ("), std::string::npos) << msg;
+        EXPECT_NE(msg.find("thread ("), std::string::npos) << msg;
+        EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    }
+}
+
+const int kOddSizes[] = {1, 7, 33, 127, 129};
+
+TEST(EmuReduce, WarpShuffleRowSumsMatchFp64) {
+    for (int cols : {1, 7, 33, 127, 129, 1000}) {
+        for (int threads : {32, 96, 256}) {
+            const int rows = 5;
+            auto x = random_vector(static_cast<std::size_t>(rows) * cols, 1u + cols);
+            auto got = emu_test::row_sums(x, rows, cols, threads);
+            for (int r = 0; r < rows; ++r) {
+                double ref = 0.0;
+                for (int c = 0; c < cols; ++c) ref += x[r * cols + c];
+                EXPECT_NEAR(got[r], ref, 1e-5 * cols) << "cols=" << cols << " threads=" << threads << " row=" << r;
+            }
+        }
+    }
+}
+
+TEST(EmuMatmul, TiledMatchesFp64OnOddShapes) {
+    for (int tile : {16, 32}) {
+        for (int m : kOddSizes) {
+            for (int n : {1, 33, 129}) {
+                const int k = m == 1 ? 7 : m;  // K odd too, never a multiple of the tile
+                auto A = random_vector(static_cast<std::size_t>(m) * k, 11u + m);
+                auto B = random_vector(static_cast<std::size_t>(k) * n, 13u + n);
+                auto got = emu_test::tiled_matmul(A, B, m, n, k, tile);
+                EXPECT_LE(max_abs_error(got, matmul_ref(A, B, m, n, k)), 1e-5 * k)
+                    << "tile=" << tile << " M=" << m << " N=" << n << " K=" << k;
+            }
+        }
+    }
+}
+
+TEST(EmuMatmul, TiledMatchesFp64At256) {
+    const int n = 256;
+    auto A = random_vector(n * n, 3), B = random_vector(n * n, 4);
+    auto got = emu_test::tiled_matmul(A, B, n, n, n, 32);
+    EXPECT_LE(max_abs_error(got, matmul_ref(A, B, n, n, n)), 1e-4);
+}
+
+// The scheduler runs each thread up to its next barrier in thread order, so a
+// missing barrier shows on every run: thread 0 reads tile entries that are
+// still poison (NaN), or that faster threads have already overwritten.
+TEST(EmuMatmul, MissingBarrierAfterLoadIsCaught) {
+    const int n = 64;
+    auto A = random_vector(n * n, 5), B = random_vector(n * n, 6);
+    const auto ref = matmul_ref(A, B, n, n, n);
+    for (int run = 0; run < 3; ++run) {
+        auto got = emu_test::tiled_matmul(A, B, n, n, n, 32, /*missing=*/1);
+        EXPECT_GT(max_abs_error(got, ref), 1.0) << "run " << run;
+    }
+}
+
+TEST(EmuMatmul, MissingBarrierBeforeReloadIsCaught) {
+    const int n = 64;
+    auto A = random_vector(n * n, 7), B = random_vector(n * n, 8);
+    const auto ref = matmul_ref(A, B, n, n, n);
+    for (int run = 0; run < 3; ++run) {
+        auto got = emu_test::tiled_matmul(A, B, n, n, n, 32, /*missing=*/2);
+        EXPECT_GT(max_abs_error(got, ref), 1e-2) << "run " << run;
+    }
+}
+
+TEST(EmuMatmul, StaticSharedIsPoisonedBeforeEveryBlock) {
+    // Without poisoning, blocks 1 and 2 would see block 0's 1.0f values and
+    // sum to 64 -- a missing barrier hidden by stale shared memory.
+    std::vector<float> out;
+    emu_test::reads_uninitialised_static_shared(out);
+    for (int b = 0; b < 3; ++b) EXPECT_TRUE(std::isnan(out[b * 64])) << "block " << b << " thread 0: " << out[b * 64];
+}
+
+TEST(EmuSoftmax, OnlineSoftmaxMatchesFp64) {
+    for (int cols : {1, 7, 33, 127, 129, 2048}) {
+        for (int threads : {32, 128, 1024}) {
+            const int rows = 3;
+            auto x = random_vector(static_cast<std::size_t>(rows) * cols, 17u + cols, -8.0f, 8.0f);
+            auto got = emu_test::online_softmax(x, rows, cols, threads);
+            for (int r = 0; r < rows; ++r) {
+                double m = -INFINITY, s = 0.0;
+                for (int c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x[r * cols + c]));
+                for (int c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
+                for (int c = 0; c < cols; ++c) {
+                    const double ref = std::exp(x[r * cols + c] - m) / s;
+                    ASSERT_NEAR(got[r * cols + c], ref, 1e-6 + 1e-5 * ref)
+                        << "cols=" << cols << " threads=" << threads << " row=" << r << " col=" << c;
+                }
+            }
+        }
+    }
+}
+
+TEST(EmuSharedMemory, DynamicSharedMemoryWorks) {
+    for (int n : {1, 7, 33, 127, 129, 1000}) {
+        for (int threads : {32, 128}) {
+            auto x = random_vector(n, 19u + n);
+            auto y = emu_test::reverse_in_blocks(x, threads);
+            for (int i = 0; i < n; ++i) {
+                const int b0 = i / threads * threads, bn = std::min(threads, n - b0);
+                ASSERT_EQ(y[i], x[b0 + bn - 1 - (i - b0)]) << "n=" << n << " i=" << i;
+            }
+        }
+    }
+}
+
+TEST(EmuAtomics, ExactCountAcrossBlocksAndWorkers) {
+    mw::emu::set_workers(2);
+    for (unsigned blocks : {1u, 7u, 129u, 600u}) {
+        for (unsigned threads : {1u, 33u, 256u}) {
+            auto t = emu_test::count_atomically(blocks, threads);
+            const long long n = 1ll * blocks * threads;
+            EXPECT_EQ(t.count, n);
+            EXPECT_EQ(t.fsum, 0.5 * n);  // exact: halves summed in float stay exact below 2^24
+            EXPECT_EQ(t.dsum, 0.5 * n);
+            EXPECT_EQ(t.max_seen, static_cast<unsigned>(n - 1));
+        }
+    }
+    mw::emu::set_workers(0);
+}
+
+TEST(EmuIndexing, ThreeDimensionalGridsAndBlocks) {
+    struct Case { unsigned gx, gy, gz, bx, by, bz; };
+    for (Case c : {Case{1, 1, 1, 1, 1, 1}, Case{3, 1, 1, 7, 1, 1}, Case{2, 3, 5, 4, 3, 2}, Case{1, 7, 3, 33, 1, 3},
+                   Case{5, 2, 2, 8, 8, 16}}) {
+        auto out = emu_test::index_3d(c.gx, c.gy, c.gz, c.bx, c.by, c.bz);
+        for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], static_cast<std::int64_t>(i));
+    }
+}
+
+TEST(EmuWarp, PrimitivesFollowCudaSemantics) {
+    for (int threads : {32, 64, 96}) {
+        auto out = emu_test::warp_primitives(threads);
+        for (int t = 0; t < threads; ++t) {
+            const int lane = t % 32, warp_base = t - lane;
+            unsigned ballot = 0;
+            for (int l = 0; l < 32; ++l)
+                if (l % 3 == 0) ballot |= 1u << l;
+            const std::int64_t* o = &out[5 * t];
+            EXPECT_EQ(o[0], ballot) << t;
+            EXPECT_EQ(o[1], warp_base + (lane & ~7) + ((lane + 3) & 7)) << t;
+            EXPECT_EQ(o[2], lane >= 3 ? t - 3 : t) << t;
+            const int x = lane ^ 5;  // stays inside its group of 16
+            EXPECT_EQ(o[3], warp_base + x) << t;
+            EXPECT_EQ(o[4], (threads + 1) / 2) << t;
+        }
+    }
+}
+
+TEST(EmuFaults, DivergentBarrierThrows) {
+    expect_launch_error(emu_test::divergent_barrier, "early_return_kernel", "divergent __syncthreads");
+}
+
+TEST(EmuFaults, BarriersInDifferentBranchesThrow) {
+    expect_launch_error(emu_test::barrier_in_branches, "barrier_in_branches_kernel", "divergent __syncthreads");
+}
+
+TEST(EmuFaults, ShuffleMaskWithoutCallerThrows) {
+    expect_launch_error(emu_test::shuffle_mask_excludes_caller, "xor_half_mask_kernel", "does not include the calling lane");
+}
+
+TEST(EmuFaults, ShuffleFromLaneOutsideMaskThrows) {
+    expect_launch_error(emu_test::shuffle_reads_outside_mask, "half_mask_kernel", "which is not in its mask");
+}
+
+TEST(EmuFaults, ShuffleMasksThatDisagreeThrow) {
+    expect_launch_error(emu_test::shuffle_masks_differ, "different_masks_kernel", "does not match lane");
+}
+
+TEST(EmuFaults, ShuffleWaitingForExitedLanesThrows) {
+    expect_launch_error(emu_test::shuffle_after_exit, "shuffle_after_exit_kernel", "exited");
+}
+
+TEST(EmuFaults, EmulatorStillWorksAfterAnAbortedLaunch) {
+    EXPECT_THROW(emu_test::divergent_barrier(), mw::emu::LaunchError);
+    auto x = random_vector(100, 23);
+    auto got = emu_test::row_sums(x, 1, 100, 64);
+    double ref = 0.0;
+    for (float v : x) ref += v;
+    EXPECT_NEAR(got[0], ref, 1e-4);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// Device buffers and dynamic shared memory are exact-size heap allocations,
+// and fiber switches are announced to ASan, so an overflow is reported where
+// it happens, inside the kernel.
+TEST(EmuFaultsDeathTest, GlobalOutOfBoundsCaughtByAsan) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(emu_test::global_out_of_bounds(), "heap-buffer-overflow.*global_overflow_kernel");
+}
+TEST(EmuFaultsDeathTest, DynamicSharedOutOfBoundsCaughtByAsan) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(emu_test::dynamic_shared_out_of_bounds(), "heap-buffer-overflow.*dynamic_shared_overflow_kernel");
+}
+#endif
+
+TEST(EmuHalf, ConversionsRoundToNearestEven) {
+    EXPECT_EQ(__half_as_ushort(__float2half(1.0f)), 0x3c00);
+    EXPECT_EQ(__half_as_ushort(__float2half(65504.0f)), 0x7bff);
+    EXPECT_EQ(__half_as_ushort(__float2half(65520.0f)), 0x7c00);  // the tie rounds up to inf
+    EXPECT_EQ(__half_as_ushort(__float2half(1.0f + 1.0f / 2048)), 0x3c00);  // tie -> even
+    EXPECT_EQ(__half_as_ushort(__float2half(1.0f + 3.0f / 2048)), 0x3c02);  // tie -> even (up)
+    EXPECT_EQ(__half_as_ushort(__float2half(5.9604645e-08f)), 0x0001);      // smallest subnormal
+    EXPECT_EQ(__half2float(__ushort_as_half(0x0001)), 5.9604645e-08f);
+    EXPECT_TRUE(std::isnan(__half2float(__float2half(NAN))));
+    EXPECT_EQ(__bfloat16_as_ushort(__float2bfloat16(1.0f)), 0x3f80);
+    EXPECT_EQ(__bfloat16_as_ushort(__float2bfloat16(1.00390625f)), 0x3f80);  // tie -> even
+    EXPECT_EQ(__bfloat16_as_ushort(__float2bfloat16(1.01171875f)), 0x3f82);  // tie -> even (up)
+    EXPECT_EQ(__bfloat162float(__float2bfloat16(-2.5f)), -2.5f);
+    EXPECT_TRUE(std::isnan(__bfloat162float(__float2bfloat16(NAN))));
+    // Every half round-trips through float.
+    for (unsigned u = 0; u < 0x10000; ++u) {
+        const __half h = __ushort_as_half(static_cast<unsigned short>(u));
+        if (std::isnan(__half2float(h))) continue;
+        ASSERT_EQ(__half_as_ushort(__float2half(__half2float(h))), u);
+    }
+}
+
+// A benchmark figure, not a pass/fail timing: the 256^3 tiled GEMM (32x32
+// tiles, 64 blocks of 1024 fibers, 16 barriers each) under emulation.
+TEST(EmuBenchmark, TiledGemm256Seconds) {
+    const int n = 256;
+    auto A = random_vector(n * n, 29), B = random_vector(n * n, 31);
+    emu_test::tiled_matmul(A, B, n, n, n, 32);  // warm: stacks and worker threads exist
+    double best = 1e9;
+    for (int rep = 0; rep < 3; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        emu_test::tiled_matmul(A, B, n, n, n, 32);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("cuda-emu: 256x256x256 tiled GEMM (32x32 tiles), %d workers: best of 3 = %.3f s\n",
+                mw::emu::workers(), best);
+    RecordProperty("tiled_gemm_256_seconds", std::to_string(best));
+}
+
+}  // namespace
