@@ -197,7 +197,10 @@ double sweep_point(float* buf, size_t ws, int nt, double l2_bytes, bool quick) {
     // is the one in which no other process took a core from us.
     const double target = 16.0 * (1 << 20);
     const int passes = std::max(1, int(target / double(ws)));
-    const int reps = quick ? 5 : 11;
+    // Beyond 32 MiB a sample is one long pass through DRAM-like memory:
+    // fewer of them suffice and keep the sweep within budget.
+    const bool big = ws > (size_t(32) << 20);
+    const int reps = quick ? (big ? 3 : 5) : (big ? 5 : 9);
     auto update = pick_update();
     auto body = [&](int tid, int) { update(buf + tid * slice, slice, passes); };
     best_parallel_times(nt, 1, body);  // warm: pull the slice into the cache
@@ -419,28 +422,33 @@ const BandwidthPoint& nearest(const std::vector<BandwidthPoint>& pts, double ws)
 
 // Plateaus from the all-threads sweep. L1 and L2: half the (aggregate) size,
 // well inside the level. L3: four times the aggregate L2, capped at half the
-// L3 the OS reports; a VM's L3 often behaves as cache for only a fraction of
-// its nominal size, so if that point is within 15% of the sweep's largest
-// (DRAM) point the L3 is reported as indistinguishable (l3_gbps = 0).
+// L3 the OS reports. A VM's L3 often behaves as cache for only a fraction of
+// its nominal size, so the L3 counts as a level only if, in the one-thread
+// sweep (the one other processes disturb least), its point beats the last
+// (DRAM) point by 15%; else l3_gbps = 0 and `note` says why. Its value is the
+// better of the all-threads point and the one-thread point at that size: all
+// threads can do at least what one does, and on a busy machine the
+// concurrent figure can come out lower.
 void pick_plateaus(Ceilings& c) {
-    const auto& pts = c.cache_sweep_all;
-    if (pts.empty()) return;
+    const auto& all = c.cache_sweep_all;
+    const auto& one = c.cache_sweep_1t;
+    if (all.empty() || one.empty()) return;
     const double nt = c.threads;
-    c.l1_ws_bytes = nearest(pts, 0.5 * c.l1d_bytes * nt).working_set_bytes;
-    c.l1_gbps = nearest(pts, 0.5 * c.l1d_bytes * nt).gbps;
-    c.l2_ws_bytes = nearest(pts, 0.5 * c.l2_bytes * nt).working_set_bytes;
-    c.l2_gbps = nearest(pts, 0.5 * c.l2_bytes * nt).gbps;
+    c.l1_ws_bytes = nearest(all, 0.5 * c.l1d_bytes * nt).working_set_bytes;
+    c.l1_gbps = nearest(all, 0.5 * c.l1d_bytes * nt).gbps;
+    c.l2_ws_bytes = nearest(all, 0.5 * c.l2_bytes * nt).working_set_bytes;
+    c.l2_gbps = nearest(all, 0.5 * c.l2_bytes * nt).gbps;
     double l3_ws = 4.0 * c.l2_bytes * nt;
     if (c.l3_bytes > 0) l3_ws = std::min(l3_ws, 0.5 * c.l3_bytes);
-    const auto& p3 = nearest(pts, l3_ws);
-    const double dram_like = pts.back().gbps;
+    const auto& p3 = nearest(all, l3_ws);
+    const double one_l3 = nearest(one, l3_ws).gbps, one_dram = one.back().gbps;
     c.l3_ws_bytes = p3.working_set_bytes;
-    if (c.l3_bytes <= 0 || p3.working_set_bytes <= c.l2_ws_bytes || p3.gbps < 1.15 * dram_like) {
+    if (c.l3_bytes <= 0 || p3.working_set_bytes <= c.l2_ws_bytes || one_l3 < 1.15 * one_dram) {
         c.l3_gbps = 0;
         c.note = "L3 point (" + std::to_string(int(p3.working_set_bytes / (1 << 20))) +
-                 " MiB) is within 15% of the largest working set: L3 indistinguishable from DRAM";
+                 " MiB) is within 15% of the DRAM point: L3 indistinguishable from DRAM";
     } else {
-        c.l3_gbps = p3.gbps;
+        c.l3_gbps = std::max(p3.gbps, one_l3);
     }
 }
 
@@ -458,11 +466,11 @@ Ceilings calibrate_cpu(int max_threads, bool quick) {
     c.dram_triad_gbps = measure_triad(c.threads, quick);
 
     // The sweep's last point must be DRAM: at least 256 MiB and twice the L3
-    // the OS reports (a power of two), at most 1 GiB. The quick grid stops at
-    // 64 MiB and jumps straight to that point.
+    // the OS reports (a power of two), at most 1 GiB. The grid stops at
+    // 256 MiB (64 MiB quick) and jumps straight to that point.
     size_t max_ws = size_t(256) << 20;
     while (max_ws < 2 * c.l3_bytes && max_ws < (size_t(1) << 30)) max_ws *= 2;
-    const size_t grid_max = quick ? std::min(max_ws, size_t(64) << 20) : max_ws;
+    const size_t grid_max = std::min(max_ws, size_t(quick ? 64 : 256) << 20);
     auto buf = alloc_aligned<float>(max_ws / sizeof(float));
 #pragma omp parallel num_threads(c.threads)
     {

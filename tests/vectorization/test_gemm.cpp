@@ -18,6 +18,8 @@ struct Case {
     mw::Shape shape;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.variant->name << " (" << mw::to_string(c.variant->backend) << ") at " << c.shape.str(); }
+
 std::vector<mw::Shape> shapes(bool big) {
     std::vector<mw::Shape> s;
     auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) { s.push_back({{{"m", m}, {"n", n}, {"k", k}}}); };
