@@ -19,6 +19,12 @@
 #define MEMWALL_EMU 0
 #include <cuda_runtime.h>
 #define MW_CUDA_BACKEND ::mw::Backend::cuda
+// Dynamic shared memory, declared the same way for both backends (a macro
+// cannot make a plain `extern __shared__ T name[]` work on the emulator). The
+// byte array + cast lets template kernels use different element types.
+#define MW_DYNAMIC_SHARED(T, name)                                              \
+    extern __shared__ __align__(16) unsigned char mw_dynamic_smem_[];           \
+    T* const name = reinterpret_cast<T*>(mw_dynamic_smem_)
 #endif
 
 #include <cstdio>

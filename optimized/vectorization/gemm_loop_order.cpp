@@ -10,8 +10,9 @@
 // Vectorization: this is plain scalar C++ and the file carries no target
 // attribute, so GCC -O3 auto-vectorizes the j loop with the baseline x86-64
 // ISA only: 128-bit SSE2, 4 floats per instruction, separate mul and add (no
-// FMA). That auto-vectorization is part of what this rung buys: the naive loop
-// cannot be vectorized at all because its inner loop is a strided reduction.
+// FMA). That auto-vectorization is part of what this rung buys: the naive
+// inner loop is a strided float reduction, which the compiler may not
+// vectorize without reassociating the sum (-ffast-math).
 //
 // What it still wastes: for every row of C the whole of B (K*N floats) is
 // streamed again, so B is read M times; rung 2 blocks the loops to fix that.
