@@ -466,10 +466,11 @@ Ceilings calibrate_cpu(int max_threads, bool quick) {
     c.dram_triad_gbps = measure_triad(c.threads, quick);
 
     // The sweep's last point must be DRAM: at least 256 MiB and twice the L3
-    // the OS reports (a power of two), at most 1 GiB. The grid stops at
-    // 256 MiB (64 MiB quick) and jumps straight to that point.
+    // the OS reports (a power of two), at most 1 GiB (512 MiB quick, to keep
+    // test runs light). The grid stops at 256 MiB (64 MiB quick) and jumps
+    // straight to that point.
     size_t max_ws = size_t(256) << 20;
-    while (max_ws < 2 * c.l3_bytes && max_ws < (size_t(1) << 30)) max_ws *= 2;
+    while (max_ws < 2 * c.l3_bytes && max_ws < (size_t(quick ? 512 : 1024) << 20)) max_ws *= 2;
     const size_t grid_max = std::min(max_ws, size_t(quick ? 64 : 256) << 20);
     auto buf = alloc_aligned<float>(max_ws / sizeof(float));
 #pragma omp parallel num_threads(c.threads)

@@ -540,8 +540,9 @@ void plot_speedup(const json& results, const Group& grp, const fs::path& dir, st
     s << "set style fill solid 0.9 border lc rgb '#333333'\n";
     s << "set bmargin 9\nset rmargin 4\nset lmargin 12\n";
     s << "set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 dt 2 lc rgb '#555555' back\n";
-    s << "set label 100 'vendor library' at graph 0.99, graph 0.95 right tc rgb '" << kVendor << "'\n";
-    s << "set label 101 'optimized rungs' at graph 0.99, graph 0.91 right tc rgb '#1f77b4'\n";
+    const bool vendor = std::any_of(bars.begin(), bars.end(), [](const Run& r) { return r.role == "vendor"; });
+    s << "set label 101 'optimized rungs' at graph 0.99, graph 0.95 right tc rgb '#1f77b4'\n";
+    if (vendor) s << "set label 100 'vendor library' at graph 0.99, graph 0.91 right tc rgb '" << kVendor << "'\n";
     // Bars as explicit boxes so a log axis gets a proper floor.
     s << "plot '" << stem << ".dat' using 1:2:($1-0.35):($1+0.35):(" << (logy ? g(ybottom) : "0")
       << "):2:3:xtic(5) with boxxyerror lc rgb variable, \\\n"

@@ -36,6 +36,11 @@ TEST(GpuSpecs, KnownGpusAreListed) {
         EXPECT_GT(s->hbm_gbps, 500) << name;
     }
     EXPECT_EQ(mw::find_gpu_spec("NoSuchGPU 9000"), nullptr);
+    // What cudaGetDeviceProperties reports must find the right board.
+    const mw::GpuSpec* h100 = mw::find_gpu_spec("NVIDIA H100 80GB HBM3");
+    ASSERT_NE(h100, nullptr);
+    EXPECT_NE(h100->name.find("SXM"), std::string::npos) << h100->name;
+    EXPECT_EQ(mw::find_gpu_spec("NVIDIA L40S"), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+// Plots: a real results document becomes a roofline and a speedup chart in
+// both formats, drawn by gnuplot; emulated runs stay out of them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/plot.hpp"
+#include "harness/runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+TEST(Plot, WritesRooflineAndSpeedupAsSvgAndPng) {
+    if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
+    mw::RunRequest req;
+    req.targets = {"gemm"};
+    req.shapes = {"m=64,n=64,k=64"};
+    req.variants = {"naive", "blocked", "openblas"};
+    req.timing.budget_s = 0.01;
+    req.timing.min_samples = 3;
+    req.threads = 1;
+    mw::Ceilings c;
+    c.dram_triad_gbps = {10.0};
+    c.l1_gbps = 200;
+    c.l2_gbps = 80;
+    c.peaks = {{"fp32", "test", 1, 100.0}};
+    std::ostringstream progress;
+    auto doc = mw::run_plans(mw::plan_runs(req), req, c, progress);
+
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-" + std::to_string(::getpid()));
+    std::vector<fs::path> written;
+    mw::plot_results(doc, dir, &written);
+    for (const char* name : {"roofline-vectorization-gemm-cpu.svg", "roofline-vectorization-gemm-cpu.png",
+                             "speedup-vectorization-gemm-cpu.svg", "speedup-vectorization-gemm-cpu.png"}) {
+        ASSERT_TRUE(fs::exists(dir / name)) << name;
+        EXPECT_GT(fs::file_size(dir / name), 1000u) << name;
+    }
+    // The SVG names every variant that ran.
+    std::ifstream svg(dir / "roofline-vectorization-gemm-cpu.svg");
+    std::string text((std::istreambuf_iterator<char>(svg)), {});
+    for (const char* v : {"naive", "blocked", "openblas"}) EXPECT_NE(text.find(v), std::string::npos) << v;
+    fs::remove_all(dir);
+}
+
+TEST(Plot, EmulatedRunsAreLeftOut) {
+    if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
+    nlohmann::json doc = {{"schema", "memwall.results/1"},
+                          {"machine", {{"cpu_model", "test"}}},
+                          {"ceilings", nlohmann::json::object()},
+                          {"runs", nlohmann::json::array()}};
+    nlohmann::json r = {{"lever", "vectorization"}, {"op", "gemm"}, {"variant", "naive"}, {"role", "reference"},
+                        {"backend", "cuda-emu"}, {"rung", 0}, {"dtype", "f32"}, {"shape", {{"m", 8}}},
+                        {"shape_str", "m=8"}, {"flops", 1e3}, {"bytes", 1e3}, {"intensity", 1.0},
+                        {"time_s", {{"median", 1e-3}, {"min", 1e-3}, {"max", 1e-3}, {"best", 1e-3}, {"samples", 1}}},
+                        {"gflops", 1e-3}, {"gbps", 1e-3}, {"correct", true},
+                        {"error", {{"max_abs", 0}, {"max_rel", 0}, {"rel_fro", 0}}},
+                        {"timing_meaningful", false}};
+    doc["runs"].push_back(r);
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-emu-" + std::to_string(::getpid()));
+    std::vector<fs::path> written;
+    mw::plot_results(doc, dir, &written);
+    EXPECT_TRUE(written.empty());
+    fs::remove_all(dir);
+}
+
+}  // namespace
