@@ -103,7 +103,16 @@ void print_ceilings(const Ceilings& c) {
     }
 }
 
+std::vector<std::pair<std::string, CommandSetup>>& command_modules() {
+    static std::vector<std::pair<std::string, CommandSetup>> v;
+    return v;
+}
+
 }  // namespace
+
+void register_command(std::string name, CommandSetup setup) {
+    command_modules().emplace_back(std::move(name), std::move(setup));
+}
 
 int cli_main(int argc, char** argv) {
     CLI::App app{"memwall: naive vs optimized transformer kernels, checked, timed and placed on a measured roofline"};
@@ -161,6 +170,13 @@ int cli_main(int argc, char** argv) {
     cmp->add_option("base", cmp_base, "Baseline results JSON")->required();
     cmp->add_option("new", cmp_new, "New results JSON")->required();
 
+    // Registered subcommands (lesson, grade, calc, reproduce, ...).
+    std::vector<std::pair<CLI::App*, CommandAction>> modules;
+    for (auto& [name, setup] : command_modules()) {
+        CommandAction action = setup(app);
+        modules.emplace_back(app.get_subcommand(name), std::move(action));
+    }
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -169,8 +185,11 @@ int cli_main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::cerr << "memwall: " << e.what() << "\n";
-        if (app.get_subcommands().empty())
-            std::cerr << "valid commands: list, run, calibrate, plot, report, compare (memwall --help)\n";
+        if (app.get_subcommands().empty()) {
+            std::string names = "list, run, calibrate, plot, report, compare";
+            for (auto& [name, setup] : command_modules()) names += ", " + name;
+            std::cerr << "valid commands: " << names << " (memwall --help)\n";
+        }
         return 2;
     }
 
@@ -259,6 +278,9 @@ int cli_main(int argc, char** argv) {
             std::cout << compare_markdown(read_json_file(cmp_base), read_json_file(cmp_new));
             return 0;
         }
+
+        for (auto& [sub, action] : modules)
+            if (sub && sub->parsed()) return action();
     } catch (const UsageError& e) {
         std::cerr << "memwall: " << e.what() << "\n";
         return 2;
