@@ -414,12 +414,15 @@ void plot_roofline(const json& results, const Ceilings& c, const Group& grp, con
     for (size_t i : order) {
         double v = std::log10(pts[i].gflops);
         const double u = std::log10(pts[i].intensity);
+        // Each push moves the label strictly above a placed one (by a little
+        // more than `gap`, so rounding can't bring it back within `gap`), so
+        // at most placed.size() pushes can happen.
         bool moved = true;
-        while (moved) {
+        for (size_t pass = 0; moved && pass <= placed.size(); ++pass) {
             moved = false;
             for (size_t j : placed)
                 if (std::abs(std::log10(pts[j].intensity) - u) < width && std::abs(lv[j] - v) < gap) {
-                    v = lv[j] + gap;
+                    v = lv[j] + gap * 1.01;
                     moved = true;
                 }
         }

@@ -1,0 +1,637 @@
+// The formulas behind `memwall calc` and `memwall reproduce`; see formulas.hpp.
+//
+// Each formula is a small table entry: its parameters (with units and
+// defaults), the formula in words, and a function from parameters to
+// outputs in canonical units. The functions are deliberately plain
+// arithmetic, so that a reader can check them against the seed texts line
+// by line, and tests/experiments/ checks them against hand computations.
+#include "harness/commands/formulas.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "harness/ceilings.hpp"
+#include "harness/runner.hpp"
+
+namespace mw::calc {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : sep) + x;
+    return s;
+}
+
+ParamSpec req(std::string name, std::string unit, std::string help) {
+    return {std::move(name), std::move(unit), std::move(help), true, std::nullopt, {}, true};
+}
+ParamSpec opt(std::string name, std::string unit, std::string help, std::optional<double> def = std::nullopt,
+              bool positive = true) {
+    return {std::move(name), std::move(unit), std::move(help), false, def, {}, positive};
+}
+ParamSpec choice(std::string name, std::string help, std::vector<std::string> choices) {
+    return {std::move(name), "choice", std::move(help), false, std::nullopt, std::move(choices), true};
+}
+
+Output out(std::string name, double v, std::string dim, std::string words) {
+    return {std::move(name), v, std::move(dim), std::move(words), {}};
+}
+Output text(std::string name, std::string t, std::string words) {
+    return {std::move(name), 0, "text", std::move(words), std::move(t)};
+}
+
+double num_or(const Params& p, const std::string& k, double d) { return p.num.count(k) ? p.num.at(k) : d; }
+
+// ---- peaks: given, or looked up in the project's GPU spec table ------------
+
+const std::vector<std::string> kPeakDtypes = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"};
+
+// The spec-table column for a dtype. H100/H200/B200 FP8 tensor peaks equal
+// their INT8 peaks, so fp8 reads the int8 column (V100/A100 have no FP8).
+double spec_peak_tflops(const GpuSpec& g, const std::string& dtype) {
+    if (dtype == "fp32") return g.fp32_tflops;
+    if (dtype == "tf32") return g.tf32_tflops;
+    if (dtype == "fp16" || dtype == "bf16") return g.fp16_tflops;
+    return g.int8_tops;
+}
+
+std::vector<std::string> gpu_names() {
+    std::vector<std::string> v;
+    for (auto& g : known_gpus()) v.push_back(g.name);
+    return v;
+}
+
+const GpuSpec& lookup_gpu(const Params& p) {
+    const std::string& name = p.str.at("gpu");
+    const GpuSpec* g = find_gpu_spec(name);
+    if (!g) throw UsageError("unknown gpu '" + name + "'; known GPUs: " + join(gpu_names()));
+    return *g;
+}
+
+// Peak FLOP/s and bandwidth B/s from --peak_tflops/--bandwidth_tbs, or from
+// --gpu (+ --dtype) when those are absent.
+std::pair<double, double> peaks(const Params& p) {
+    double peak = 0, bw = 0;
+    if (p.num.count("peak_tflops")) peak = p.at("peak_tflops") * 1e12;
+    if (p.num.count("bandwidth_tbs")) bw = p.at("bandwidth_tbs") * 1e12;
+    if ((peak == 0 || bw == 0) && p.str.count("gpu")) {
+        const GpuSpec& g = lookup_gpu(p);
+        const std::string dtype = p.str.count("dtype") ? p.str.at("dtype") : "fp16";
+        if (peak == 0) peak = spec_peak_tflops(g, dtype) * 1e12;
+        if (bw == 0) bw = g.hbm_gbps * 1e9;
+        if (peak == 0)
+            throw UsageError("the spec table has no " + dtype + " peak for " + g.name + "; pass --peak_tflops");
+    }
+    if (peak == 0) throw UsageError("missing required parameter --peak_tflops (or --gpu NAME)");
+    if (bw == 0) throw UsageError("missing required parameter --bandwidth_tbs (or --gpu NAME)");
+    return {peak, bw};
+}
+
+std::vector<ParamSpec> peak_params() {
+    return {opt("peak_tflops", "TFLOP/s", "peak compute (or take it from --gpu)"),
+            opt("bandwidth_tbs", "TB/s", "peak memory bandwidth, decimal TB/s (or take it from --gpu)"),
+            choice("gpu", "a GPU of the spec table (harness/gpu_specs.cpp) for the peaks", {}),
+            choice("dtype", "which peak of --gpu (default fp16)", kPeakDtypes)};
+}
+
+// ---- the formulas ----------------------------------------------------------
+
+std::vector<Output> eval_ridge(const Params& p) {
+    auto [peak, bw] = peaks(p);
+    return {out("ridge", peak / bw, "FLOP/B", "ridge point: the intensity where the two roofs meet"),
+            out("peak", peak, "FLOP/s", "peak compute used"), out("bandwidth", bw, "B/s", "bandwidth used")};
+}
+
+std::vector<Output> eval_roofline(const Params& p) {
+    auto [peak, bw] = peaks(p);
+    std::vector<Output> o;
+    const double ridge = peak / bw;
+    o.push_back(out("ridge", ridge, "FLOP/B", "ridge point = peak / bandwidth"));
+    o.push_back(out("peak", peak, "FLOP/s", "peak compute used"));
+    o.push_back(out("bandwidth", bw, "B/s", "bandwidth used"));
+    if (p.num.count("intensity")) {
+        const double I = p.at("intensity");
+        const double att = std::min(peak, I * bw);
+        o.push_back(out("attainable", att, "FLOP/s", "attainable = min(peak, intensity x bandwidth)"));
+        o.push_back(out("fraction_of_peak", att / peak, "1", "attainable / peak"));
+        o.push_back(text("regime", I < ridge ? "memory-bound" : "compute-bound", "below the ridge: memory-bound"));
+        o.push_back(out("orders_below_ridge", std::log10(ridge / I), "1", "log10(ridge / intensity)"));
+    }
+    if (p.num.count("achieved_tflops") && p.num.count("achieved_tbs")) {
+        const double f = p.at("achieved_tflops") * 1e12, b = p.at("achieved_tbs") * 1e12;
+        o.push_back(out("observed_intensity", f / b, "FLOP/B", "achieved FLOP/s / achieved B/s"));
+        o.push_back(out("bandwidth_utilization", b / bw, "1", "achieved bandwidth / peak bandwidth"));
+        o.push_back(out("compute_utilization", f / peak, "1", "achieved FLOP/s / peak"));
+    } else if (p.num.count("achieved_tbs")) {
+        o.push_back(out("bandwidth_utilization", p.at("achieved_tbs") * 1e12 / bw, "1",
+                        "achieved bandwidth / peak bandwidth"));
+    }
+    if (!p.num.count("intensity") && !p.num.count("achieved_tbs"))
+        throw UsageError("missing required parameter --intensity (FLOP/B) (or --achieved_tbs); "
+                         "for the ridge point alone use `memwall calc ridge`");
+    return o;
+}
+
+std::vector<Output> eval_gemm(const Params& p) {
+    const double m = p.at("m"), n = p.at("n"), k = p.at("k"), b = p.at("dtype_bytes");
+    const double flops = 2 * m * n * k;
+    const double bytes = (m * k + k * n + m * n) * b;  // A and B read once, C written once
+    return {out("flops", flops, "FLOP", "2 x m x n x k"),
+            out("bytes", bytes, "B", "(m*k + k*n + m*n) x dtype_bytes: each matrix crosses memory once"),
+            out("intensity", flops / bytes, "FLOP/B", "flops / bytes")};
+}
+
+std::vector<Output> eval_elementwise(const Params& p) {
+    const double n = p.at("elements"), f = p.at("flops_per_element"), b = p.at("dtype_bytes");
+    const double bytes = n * b * (p.at("reads") + p.at("writes"));
+    return {out("flops", n * f, "FLOP", "elements x flops_per_element"),
+            out("bytes", bytes, "B", "elements x dtype_bytes x (reads + writes)"),
+            out("intensity", n * f / bytes, "FLOP/B", "flops / bytes")};
+}
+
+std::vector<Output> eval_decode(const Params& p) {
+    const double P = p.at("params"), B = p.at("batch"), d = p.at("d_model");
+    const double bp = p.at("param_bytes"), be = p.at("act_bytes");
+    const double flops = 2 * P * B;
+    const double bytes = P * bp + B * d * be;  // weights once per step + one activation row per request
+    std::vector<Output> o = {out("flops", flops, "FLOP", "2 x params x batch (one multiply-add per weight per request)"),
+                             out("bytes", bytes, "B", "params x param_bytes + batch x d_model x act_bytes"),
+                             out("intensity", flops / bytes, "FLOP/B", "2PB / (P b_param + B d b_elem)")};
+    if (p.num.count("bandwidth_tbs")) {
+        const double bw = p.at("bandwidth_tbs") * 1e12;
+        double t = bytes / bw;
+        if (p.num.count("peak_tflops")) t = std::max(t, flops / (p.at("peak_tflops") * 1e12));
+        o.push_back(out("step_time", t, "s", "max(bytes / bandwidth, flops / peak)"));
+        o.push_back(out("tokens_per_s", B / t, "1", "batch / step_time"));
+        if (p.num.count("peak_tflops"))
+            o.push_back(out("compute_utilization", flops / t / (p.at("peak_tflops") * 1e12), "1",
+                            "achieved FLOP/s / peak"));
+    }
+    return o;
+}
+
+std::vector<Output> eval_kv(const Params& p) {
+    const std::string att = p.str.count("attention") ? p.str.at("attention") : "";
+    const bool have_q = p.num.count("q_heads"), have_kv = p.num.count("kv_heads");
+    double kv = 0;
+    if (att == "mha") {
+        if (!have_q && !have_kv) throw UsageError("attention=mha needs --q_heads (K/V heads = query heads)");
+        kv = have_q ? p.at("q_heads") : p.at("kv_heads");
+        if (have_q && have_kv && p.at("kv_heads") != p.at("q_heads"))
+            throw UsageError("attention=mha has kv_heads = q_heads; drop --kv_heads or use --attention gqa");
+    } else if (att == "mqa") {
+        kv = 1;
+        if (have_kv && p.at("kv_heads") != 1) throw UsageError("attention=mqa has one K/V head; drop --kv_heads");
+    } else {
+        if (!have_kv) throw UsageError("missing required parameter --kv_heads (or --attention mha|mqa)");
+        kv = p.at("kv_heads");
+        if (have_q && std::fmod(p.at("q_heads"), kv) != 0)
+            throw UsageError("--kv_heads must divide --q_heads (each K/V head serves a whole group of query heads)");
+    }
+    const double L = p.at("layers"), d = p.at("head_dim"), n = p.at("tokens"), b = p.at("dtype_bytes");
+    const double B = p.at("batch"), shards = p.at("shards");
+    const double per_token = 2 * L * kv * d * b;  // K and V, every layer
+    const double per_request = per_token * n;
+    std::vector<Output> o = {
+        out("bytes", per_request * B, "B", "2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes x batch"),
+        out("bytes_per_token", per_token, "B", "2 x layers x kv_heads x head_dim x dtype_bytes"),
+        out("bytes_per_request", per_request, "B", "one sequence of `tokens`"),
+        out("bytes_per_request_per_shard", per_request / shards, "B", "K/V heads split over `shards` GPUs"),
+        out("kv_heads", kv, "1", "K/V heads cached per layer")};
+    if (have_q) o.push_back(out("reduction_vs_mha", p.at("q_heads") / kv, "1", "MHA cache / this cache = q_heads / kv_heads"));
+    // Batch limit: (memory - weights) per shard / cache per request per shard.
+    if (p.num.count("memory_gb")) {
+        double weights = num_or(p, "weights_gb", 0) * 1e9;
+        if (p.num.count("model_params"))
+            weights = p.at("model_params") * p.at("weight_bits") / 8 / shards;
+        const double budget = p.at("memory_gb") * 1e9 - weights;
+        if (budget <= 0) throw UsageError("the weights fill the memory: nothing left for the KV cache");
+        o.push_back(out("weights_per_shard", weights, "B", "model_params x weight_bits / 8 / shards"));
+        o.push_back(out("kv_budget_per_shard", budget, "B", "memory - weights"));
+        o.push_back(out("max_batch", std::floor(budget / (per_request / shards)), "1",
+                        "floor(kv budget / cache per request), per shard"));
+    }
+    if (p.num.count("reserved_tokens"))
+        o.push_back(out("waste_fraction", 1 - n / p.at("reserved_tokens"), "1",
+                        "1 - tokens / reserved_tokens: a contiguous slab sized for the maximum"));
+    return o;
+}
+
+std::vector<Output> eval_quant(const Params& p) {
+    const double bits = p.at("bits"), G = p.at("group_size"), ref = p.at("reference_bits");
+    const double meta = (p.at("scale_bits") + p.at("zero_bits")) / G;  // per-group metadata spread over G weights
+    const double eff = bits + meta;
+    std::vector<Output> o = {
+        out("effective_bits", eff, "bit", "bits + (scale_bits + zero_bits) / group_size"),
+        out("metadata_bits", meta, "bit", "(scale_bits + zero_bits) / group_size"),
+        out("overhead_vs_payload", meta / bits, "1", "metadata bits / payload bits"),
+        out("overhead_vs_reference", meta / ref, "1", "metadata bits / reference_bits"),
+        out("payload_compression", ref / bits, "1", "reference_bits / bits (metadata ignored)"),
+        out("compression", ref / eff, "1", "reference_bits / effective_bits (metadata counted)")};
+    if (p.num.count("weights"))
+        o.push_back(out("bytes_per_shard", p.at("weights") * eff / 8 / p.at("shards"), "B",
+                        "weights x effective_bits / 8 / shards"));
+    return o;
+}
+
+std::vector<Output> eval_flash(const Params& p) {
+    const double S = p.at("seq"), H = p.at("heads"), d = p.at("head_dim"), b = p.at("dtype_bytes");
+    const double blk = p.at("block");
+    const double qkvy = 4 * S * d * b;  // Q, K, V read, Y written: the state both versions keep in HBM
+    const double scores = S * S * b;    // one S x S matrix (scores or probabilities)
+    const double naive_head = qkvy + 4 * scores;  // scores and probabilities, each written then read back
+    const double flops_head = 4 * S * S * d;      // QK^T and PV, 2 S^2 d each (softmax not counted)
+    return {
+        out("score_bytes_per_head", scores, "B", "S x S x dtype_bytes"),
+        out("naive_bytes_per_head", naive_head, "B", "4 S d b (Q,K,V,Y) + 4 S^2 b (scores and probabilities written and read)"),
+        out("naive_bytes", naive_head * H, "B", "per head x heads"),
+        out("flash_bytes_per_head", qkvy, "B", "4 S d b: Q, K, V, Y only"),
+        out("flash_bytes", qkvy * H, "B", "per head x heads"),
+        out("reduction", naive_head / qkvy, "1", "naive / flash = 1 + S / d"),
+        out("flops", flops_head * H, "FLOP", "4 S^2 d x heads (two matmuls; softmax not counted)"),
+        out("naive_intensity", flops_head / naive_head, "FLOP/B", "flops / naive bytes (tends to d / b)"),
+        out("flash_intensity", flops_head / qkvy, "FLOP/B", "flops / flash bytes (= S / b)"),
+        out("tile_bytes", 3 * blk * d * b, "B", "one Q, K and V tile of block x head_dim"),
+        out("tiles_per_side", std::ceil(S / blk), "1", "ceil(S / block)")};
+}
+
+std::vector<Output> eval_fusion(const Params& p) {
+    const double t = p.at("elements") * p.at("dtype_bytes");
+    const double k = p.at("intermediates"), extra = p.at("extra_bytes"), layers = p.at("layers");
+    const double unfused = extra + (2 + 2 * k) * t;  // input read, output written, each intermediate written + read
+    const double fused = extra + 2 * t;
+    return {out("tensor_bytes", t, "B", "elements x dtype_bytes (one intermediate)"),
+            out("materialized_bytes", k * t, "B", "intermediates x tensor_bytes"),
+            out("intermediate_traffic", 2 * k * t, "B", "each intermediate written once and read once"),
+            out("intermediate_traffic_all_layers", 2 * k * t * layers, "B", "x layers"),
+            out("unfused_round_trips", 2 * (k + 1), "1", "activation-sized HBM transfers unfused: 2 (k+1)"),
+            out("fused_round_trips", 2, "1", "read the input, write the output"),
+            out("unfused_bytes", unfused, "B", "extra_bytes + (2 + 2k) x tensor_bytes"),
+            out("fused_bytes", fused, "B", "extra_bytes + 2 x tensor_bytes"),
+            out("traffic_reduction", unfused / fused, "1", "unfused_bytes / fused_bytes")};
+}
+
+std::vector<Output> eval_spec(const Params& p) {
+    const double a = p.at("alpha"), g = p.at("gamma");
+    if (a > 1) throw UsageError("--alpha is a probability; valid: 0..1");
+    // Geometric acceptance: token i (1..gamma) survives with alpha^i, plus
+    // one token from the target at the first rejection (or a bonus token).
+    const double E = a == 1 ? g + 1 : (1 - std::pow(a, g + 1)) / (1 - a);
+    std::vector<Output> o = {out("expected_tokens", E, "1", "(1 - alpha^(gamma+1)) / (1 - alpha)")};
+    if (p.num.count("verify_ms")) {
+        const double per = (num_or(p, "draft_ms", 0) + p.at("verify_ms")) * 1e-3 / E;
+        o.push_back(out("time_per_token", per, "s", "(draft_ms + verify_ms) / expected_tokens"));
+        if (p.num.count("baseline_ms"))
+            o.push_back(out("speedup", p.at("baseline_ms") * 1e-3 / per, "1", "baseline_ms / time_per_token"));
+    }
+    return o;
+}
+
+std::vector<Output> eval_checkpoint(const Params& p) {
+    const double N = p.at("layers"), a = p.at("activation_bytes"), r = p.at("backward_ratio");
+    const double k = p.num.count("every") ? p.at("every") : std::max(1.0, std::round(std::sqrt(N)));
+    if (k > N) throw UsageError("--every must be at most --layers");
+    const double kept = std::ceil(N / k);  // the checkpoints
+    // Backward over one segment rebuilds its k activations from the checkpoint before it.
+    const double stored = (kept + k) * a;
+    const double recomputed = N - kept;
+    return {out("stored_naive", N * a, "B", "layers x activation_bytes"),
+            out("stored_checkpointed", stored, "B", "(ceil(N/k) checkpoints + k live in one segment) x activation_bytes"),
+            out("memory_reduction", N * a / stored, "1", "stored_naive / stored_checkpointed"),
+            out("every", k, "1", "checkpoint every k layers (default round(sqrt(N)))"),
+            out("extra_forward_fraction", 1 / (1 + r), "1",
+                "one whole extra forward pass / (forward + backward), backward = backward_ratio x forward"),
+            out("extra_compute_fraction", recomputed / N / (1 + r), "1",
+                "recomputed layers / N x forward / (forward + backward)")};
+}
+
+std::vector<Output> eval_iron(const Params& p) {
+    double bytes = num_or(p, "bytes", 0);
+    if (p.num.count("elements")) bytes = p.at("elements") * p.at("dtype_bytes") * p.at("copies");
+    const double data = p.num.count("bandwidth_gbs") ? bytes / (p.at("bandwidth_gbs") * 1e9) : 0;
+    if (bytes > 0 && !p.num.count("bandwidth_gbs")) throw UsageError("missing required parameter --bandwidth_gbs");
+    double compute = num_or(p, "compute_us", 0) * 1e-6;
+    if (p.num.count("flops")) {
+        if (!p.num.count("peak_tflops")) throw UsageError("missing required parameter --peak_tflops");
+        compute += p.at("flops") / (p.at("peak_tflops") * 1e12 * p.at("efficiency"));
+    }
+    const double lat = num_or(p, "latency_us", 0) * 1e-6 + p.at("launches") * p.at("launch_us") * 1e-6;
+    const bool overlap = p.at("overlap") != 0;
+    const double T = (overlap ? std::max(data, compute) : data + compute) + lat;
+    if (T <= 0) throw UsageError("nothing to time: give --bytes/--elements with --bandwidth_gbs, --flops, --compute_us or --latency_us");
+    std::vector<Output> o = {
+        out("time", T, "s", overlap ? "max(D/BW, O/(R eta)) + L" : "D/BW + O/(R eta) + L"),
+        out("data_time", data, "s", "bytes / bandwidth"), out("compute_time", compute, "s", "flops / (peak x efficiency) + compute_us"),
+        out("overhead_time", lat, "s", "latency_us + launches x launch_us"),
+        out("overhead_fraction", lat / T, "1", "overhead / total")};
+    if (bytes > 0) o.push_back(out("bytes", bytes, "B", "elements x dtype_bytes x copies (or --bytes)"));
+    if (data > 0 && lat > 0) o.push_back(out("overhead_to_data", lat / data, "1", "overhead / data time"));
+    if (data > 0 && compute > 0) o.push_back(out("compute_to_data", compute / data, "1", "compute / data time"));
+    const double m = std::max({data, compute, lat});
+    o.push_back(text("bound", m == data ? "memory-bound" : m == compute ? "compute-bound" : "overhead-bound",
+                     "the largest term"));
+    return o;
+}
+
+std::vector<Output> eval_amdahl(const Params& p) {
+    const double fa = p.at("fraction_a"), ka = p.at("keep_a"), fb = p.at("fraction_b"), kb = p.at("keep_b");
+    if (fa + fb > 1 + 1e-12) throw UsageError("--fraction_a + --fraction_b must be at most 1");
+    const double rest = 1 - fa - fb;
+    const double after = rest + fa * ka + fb * kb;  // as a fraction of the old time
+    std::vector<Output> o = {out("speedup", 1 / after, "1", "1 / (rest + fraction_a x keep_a + fraction_b x keep_b)"),
+                             out("untouched_share_after", rest / after, "1", "share of the new time in the untouched part")};
+    if (p.num.count("base_ms")) {
+        o.push_back(out("time_after", p.at("base_ms") * 1e-3 * after, "s", "base time x the fraction left"));
+        o.push_back(out("rate_after", 1 / (p.at("base_ms") * 1e-3 * after), "1", "1 / time_after (per second)"));
+    }
+    return o;
+}
+
+std::vector<Output> eval_power(const Params& p) {
+    const double n = p.at("accesses_per_s"), e = p.at("pj_per_access") * 1e-12;
+    const double f = p.at("moved_fraction"), e2 = p.at("moved_pj") * 1e-12;
+    if (f > 1) throw UsageError("--moved_fraction is a fraction; valid: 0..1");
+    const double before = n * e, after = n * ((1 - f) * e + f * e2);
+    return {out("power", before, "W", "accesses_per_s x energy per access"),
+            out("power_after", after, "W", "with moved_fraction of the accesses at moved_pj"),
+            out("savings", before - after, "W", "power - power_after"),
+            out("energy_ratio", e / (e2 > 0 ? e2 : e), "1", "pj_per_access / moved_pj")};
+}
+
+std::vector<Formula> build() {
+    std::vector<Formula> f;
+    {
+        Formula r{"ridge", "ridge point of a roofline", "ridge = peak FLOP/s / memory bandwidth B/s", peak_params(),
+                  eval_ridge};
+        f.push_back(r);
+    }
+    {
+        auto ps = peak_params();
+        ps.insert(ps.begin(), opt("intensity", "FLOP/B", "arithmetic intensity of the kernel"));
+        ps.push_back(opt("achieved_tflops", "TFLOP/s", "measured FLOP/s (observed intensity)"));
+        ps.push_back(opt("achieved_tbs", "TB/s", "measured bandwidth (utilization)"));
+        f.push_back({"roofline", "attainable FLOP/s of a kernel on a roofline",
+                     "attainable = min(peak, intensity x bandwidth); memory-bound below ridge = peak / bandwidth",
+                     ps, eval_roofline});
+    }
+    f.push_back({"gemm_intensity", "arithmetic intensity of C[m,n] = A[m,k] B[k,n]",
+                 "intensity = 2mnk / ((mk + kn + mn) x dtype_bytes)",
+                 {req("m", "count", "rows of A and C"), req("n", "count", "columns of B and C"),
+                  req("k", "count", "reduction length"), opt("dtype_bytes", "bytes", "bytes per element", 2)},
+                 eval_gemm});
+    f.push_back({"elementwise_intensity", "arithmetic intensity of an element-wise op",
+                 "intensity = flops_per_element / (dtype_bytes x (reads + writes))",
+                 {req("elements", "count", "tensor elements"), req("flops_per_element", "FLOP", "work per element"),
+                  opt("dtype_bytes", "bytes", "bytes per element", 2), opt("reads", "count", "tensors read", 1),
+                  opt("writes", "count", "tensors written", 1)},
+                 eval_elementwise});
+    f.push_back({"decode_intensity", "arithmetic intensity of one decode step at batch B",
+                 "I(B) = 2 P B / (P b_param + B d_model b_elem); time = max(bytes/BW, flops/peak)",
+                 {req("params", "count", "parameters read per step (P)"), opt("batch", "count", "requests per step (B)", 1),
+                  opt("d_model", "count", "hidden width", 4096), opt("param_bytes", "bytes", "bytes per weight", 2),
+                  opt("act_bytes", "bytes", "bytes per activation element", 2),
+                  opt("bandwidth_tbs", "TB/s", "memory bandwidth (for step time and tokens/s)"),
+                  opt("peak_tflops", "TFLOP/s", "peak compute (for step time and utilization)")},
+                 eval_decode});
+    f.push_back({"kv_cache", "KV-cache bytes (MHA / GQA / MQA) and the batch it allows",
+                 "bytes = 2 x layers x kv_heads x head_dim x tokens x dtype_bytes x batch; "
+                 "max_batch = floor((memory - weights) / cache per request), per shard",
+                 {req("layers", "count", "transformer layers"), req("head_dim", "count", "dimension of one head"),
+                  req("tokens", "count", "cached tokens per sequence"), opt("dtype_bytes", "bytes", "bytes per cached value", 2),
+                  opt("batch", "count", "sequences", 1), choice("attention", "mha, gqa or mqa", {"mha", "gqa", "mqa"}),
+                  opt("q_heads", "count", "query heads"), opt("kv_heads", "count", "K/V heads (gqa)"),
+                  opt("shards", "count", "GPUs the K/V heads are split over", 1),
+                  opt("memory_gb", "GB", "memory per shard (decimal GB) for max_batch"),
+                  opt("weights_gb", "GB", "weights per shard (decimal GB)", std::nullopt, false),
+                  opt("model_params", "count", "parameters (weights per shard = model_params x weight_bits / 8 / shards)"),
+                  opt("weight_bits", "bits", "bits per stored weight", 16),
+                  opt("reserved_tokens", "count", "tokens a contiguous slab reserves (waste_fraction)")},
+                 eval_kv});
+    f.push_back({"block_quant", "effective bits per weight of block (group) quantization",
+                 "effective_bits = bits + (scale_bits + zero_bits) / group_size",
+                 {req("bits", "bits", "payload bits per weight"), req("group_size", "count", "weights sharing one scale"),
+                  opt("scale_bits", "bits", "bits of one scale", 16, false),
+                  opt("zero_bits", "bits", "bits of one zero point", 0, false),
+                  opt("reference_bits", "bits", "the format it replaces", 16),
+                  opt("weights", "count", "weights (for bytes)"), opt("shards", "count", "GPUs they are split over", 1)},
+                 eval_quant});
+    f.push_back({"flash_attention", "HBM-visible attention state: naive (materialized S x S) vs FlashAttention",
+                 "naive = heads x (4 S d b + 4 S^2 b); flash = heads x 4 S d b; reduction = 1 + S/d",
+                 {req("seq", "count", "sequence length S"), req("heads", "count", "attention heads"),
+                  req("head_dim", "count", "head dimension d"), opt("dtype_bytes", "bytes", "bytes per element", 2),
+                  opt("block", "count", "tile edge (tile_bytes)", 128)},
+                 eval_flash});
+    f.push_back({"fusion_traffic", "HBM traffic of a chain of ops unfused vs fused",
+                 "intermediate traffic = 2 x intermediates x elements x dtype_bytes; "
+                 "unfused = extra + (2 + 2k) x tensor, fused = extra + 2 x tensor",
+                 {req("elements", "count", "elements of one activation tensor"),
+                  opt("dtype_bytes", "bytes", "bytes per element", 2),
+                  opt("intermediates", "count", "tensors the unfused chain writes and rereads (k)", 2),
+                  opt("extra_bytes", "bytes", "traffic both versions pay (e.g. GEMM weights)", 0, false),
+                  opt("layers", "count", "layers (for the all-layer total)", 1)},
+                 eval_fusion});
+    f.push_back({"speculative", "expected tokens per target pass in speculative decoding",
+                 "E = (1 - alpha^(gamma+1)) / (1 - alpha); time per token = (draft + verify) / E",
+                 {req("alpha", "probability", "acceptance rate of one draft token"),
+                  req("gamma", "count", "draft tokens per round"),
+                  opt("draft_ms", "ms", "draft time per round", std::nullopt, false),
+                  opt("verify_ms", "ms", "target verification pass"),
+                  opt("baseline_ms", "ms", "one plain decode step (for speedup)")},
+                 eval_spec});
+    // alpha may be 0 (every draft rejected): allow >= 0.
+    f.back().params[0].positive = false;
+    f.push_back({"checkpoint", "activation memory with a checkpoint every k layers (sqrt-N scheme)",
+                 "stored = (ceil(N/k) + k) x per-layer bytes; extra compute = recomputed forward / (forward + backward)",
+                 {req("layers", "count", "layers N"), opt("activation_bytes", "bytes", "activation bytes per layer", 1),
+                  opt("every", "count", "checkpoint every k layers (default round(sqrt(N)))"),
+                  opt("backward_ratio", "x", "backward cost / forward cost", 2)},
+                 eval_checkpoint});
+    f.push_back({"iron_law", "execution time = data + compute + overhead (the seeds' ML iron law)",
+                 "T = D/BW + O/(R_peak eta) + L (or max(D/BW, O/(R eta)) + L with --overlap 1)",
+                 {opt("bytes", "bytes", "data volume D"), opt("elements", "count", "or D = elements x dtype_bytes x copies"),
+                  opt("dtype_bytes", "bytes", "bytes per element", 2), opt("copies", "count", "times the data crosses", 1),
+                  opt("bandwidth_gbs", "GB/s", "bandwidth BW"), opt("flops", "FLOP", "operations O"),
+                  opt("peak_tflops", "TFLOP/s", "R_peak"), opt("efficiency", "fraction", "eta", 1),
+                  opt("compute_us", "us", "compute time given directly", std::nullopt, false),
+                  opt("latency_us", "us", "fixed overhead L", std::nullopt, false),
+                  opt("launches", "count", "kernel launches", 0, false), opt("launch_us", "us", "overhead per launch", 0, false),
+                  opt("overlap", "0|1", "1: data and compute overlap", 0, false)},
+                 eval_iron});
+    f.push_back({"amdahl", "speedup when parts of the time shrink",
+                 "speedup = 1 / (rest + fraction_a x keep_a + fraction_b x keep_b)",
+                 {req("fraction_a", "fraction", "share of time of part a"), req("keep_a", "fraction", "part a keeps this share of its time"),
+                  opt("fraction_b", "fraction", "share of time of part b", 0, false),
+                  opt("keep_b", "fraction", "part b keeps this share", 1, false),
+                  opt("base_ms", "ms", "time before (for time_after)")},
+                 eval_amdahl});
+    f.push_back({"movement_power", "power spent moving data, and what moving some of it on chip saves",
+                 "power = accesses/s x pJ per access",
+                 {req("accesses_per_s", "1/s", "memory accesses per second"), req("pj_per_access", "pJ", "energy per access"),
+                  opt("moved_fraction", "fraction", "share moved to the cheaper memory", 0, false),
+                  opt("moved_pj", "pJ", "energy per access there", 0.5)},
+                 eval_power});
+    // --gpu choices are the spec table's names (matched loosely by find_gpu_spec).
+    for (auto& fm : f)
+        for (auto& ps : fm.params)
+            if (ps.name == "gpu") ps.choices = gpu_names();
+    return f;
+}
+
+}  // namespace
+
+const std::vector<Formula>& formulas() {
+    static const std::vector<Formula> f = build();
+    return f;
+}
+
+const Formula* find_formula(const std::string& name) {
+    for (auto& f : formulas())
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+std::vector<std::string> formula_names() {
+    std::vector<std::string> v;
+    for (auto& f : formulas()) v.push_back(f.name);
+    return v;
+}
+
+Params resolve_params(const Formula& f, const std::map<std::string, std::string>& raw) {
+    Params p;
+    for (auto& [k, v] : raw) {
+        const ParamSpec* spec = nullptr;
+        for (auto& s : f.params)
+            if (s.name == k) spec = &s;
+        if (!spec) {
+            std::vector<std::string> names;
+            for (auto& s : f.params) names.push_back(s.name);
+            throw UsageError("unknown parameter '" + k + "' for " + f.name + "; valid parameters: " + join(names));
+        }
+        if (!spec->choices.empty() || spec->name == "gpu") {
+            if (spec->name == "gpu") {
+                if (!find_gpu_spec(v)) throw UsageError("unknown gpu '" + v + "'; known GPUs: " + join(spec->choices));
+            } else if (std::find(spec->choices.begin(), spec->choices.end(), v) == spec->choices.end()) {
+                throw UsageError("bad value '" + v + "' for --" + k + "; valid: " + join(spec->choices));
+            }
+            p.str[k] = v;
+            continue;
+        }
+        std::size_t used = 0;
+        double x = 0;
+        try {
+            x = std::stod(v, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != v.size() || !std::isfinite(x))
+            throw UsageError("bad value '" + v + "' for --" + k + "; expected a number (" + spec->unit + ")");
+        if (spec->positive ? !(x > 0) : !(x >= 0))
+            throw UsageError("bad value '" + v + "' for --" + k + "; valid: " + (spec->positive ? "> 0" : ">= 0"));
+        p.num[k] = x;
+    }
+    for (auto& s : f.params) {
+        if (p.has(s.name)) continue;
+        if (s.required) throw UsageError("missing required parameter --" + s.name + " (" + s.unit + ") for " + f.name);
+        if (s.def) p.num[s.name] = *s.def;
+    }
+    return p;
+}
+
+std::vector<Output> evaluate(const Formula& f, const std::map<std::string, std::string>& raw) {
+    return f.eval(resolve_params(f, raw));
+}
+
+const Output* find_output(const std::vector<Output>& outs, const std::string& name) {
+    for (auto& o : outs)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+// ---- units -----------------------------------------------------------------
+
+namespace {
+const std::vector<Unit>& units() {
+    static const std::vector<Unit> u = {
+        {"B", "B", 1},          {"KB", "B", 1e3},        {"MB", "B", 1e6},       {"GB", "B", 1e9},
+        {"TB", "B", 1e12},      {"KiB", "B", 1024.0},    {"MiB", "B", 1048576.0}, {"GiB", "B", 1073741824.0},
+        {"TiB", "B", 1099511627776.0},
+        {"FLOP", "FLOP", 1},    {"GFLOP", "FLOP", 1e9},  {"TFLOP", "FLOP", 1e12},
+        {"FLOP/B", "FLOP/B", 1},
+        {"FLOP/s", "FLOP/s", 1}, {"GFLOP/s", "FLOP/s", 1e9}, {"TFLOP/s", "FLOP/s", 1e12},
+        {"B/s", "B/s", 1},      {"GB/s", "B/s", 1e9},    {"TB/s", "B/s", 1e12},
+        {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
+        {"bits", "bit", 1},
+        {"W", "W", 1},          {"kW", "W", 1e3},
+        {"x", "1", 1},          {"fraction", "1", 1},    {"%", "1", 0.01},       {"tokens", "1", 1},
+        {"tokens/s", "1", 1},   {"requests", "1", 1},    {"orders of magnitude", "1", 1}, {"round trips", "1", 1},
+        {"text", "text", 1},
+    };
+    return u;
+}
+}  // namespace
+
+const Unit* find_unit(const std::string& name) {
+    for (auto& u : units())
+        if (u.name == name) return &u;
+    return nullptr;
+}
+
+std::vector<std::string> unit_names() {
+    std::vector<std::string> v;
+    for (auto& u : units()) v.push_back(u.name);
+    return v;
+}
+
+std::string byte_unit_counterpart(const std::string& unit) {
+    static const std::vector<std::pair<std::string, std::string>> pairs = {
+        {"KB", "KiB"}, {"MB", "MiB"}, {"GB", "GiB"}, {"TB", "TiB"}};
+    for (auto& [d, b] : pairs) {
+        if (unit == d) return b;
+        if (unit == b) return d;
+    }
+    return "";
+}
+
+double to_unit(double value, const std::string& dim, const std::string& unit) {
+    const Unit* u = find_unit(unit);
+    if (!u) throw std::invalid_argument("unknown unit '" + unit + "'");
+    if (u->dim != dim) throw std::invalid_argument("cannot express a " + dim + " quantity in " + unit);
+    return value / u->factor;
+}
+
+std::string fmt(double v, int sig) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", sig, v);
+    return b;
+}
+
+std::string pretty(const Output& o) {
+    if (o.dim == "text") return o.text;
+    const double v = o.value;
+    auto with = [&](const char* u) { return fmt(to_unit(v, o.dim, u)) + " " + u; };
+    if (o.dim == "B") {
+        if (v < 1e3) return fmt(v) + " B";
+        const char* dec = v < 1e6 ? "KB" : v < 1e9 ? "MB" : v < 1e12 ? "GB" : "TB";
+        const char* bin = v < 1048576.0 ? "KiB" : v < 1073741824.0 ? "MiB" : v < 1099511627776.0 ? "GiB" : "TiB";
+        return fmt(v, 10) + " B = " + with(dec) + " = " + with(bin);
+    }
+    if (o.dim == "s") {
+        if (v == 0) return "0 s";
+        if (v < 1e-6) return with("ns");
+        if (v < 1e-3) return with("us");
+        if (v < 1) return with("ms");
+        return with("s");
+    }
+    if (o.dim == "FLOP/s") return v >= 1e12 ? with("TFLOP/s") : with("GFLOP/s");
+    if (o.dim == "B/s") return v >= 1e12 ? with("TB/s") : with("GB/s");
+    if (o.dim == "FLOP") return v >= 1e12 ? with("TFLOP") : v >= 1e9 ? with("GFLOP") : fmt(v) + " FLOP";
+    if (o.dim == "FLOP/B") return fmt(v) + " FLOP/B";
+    if (o.dim == "bit") return fmt(v) + " bits";
+    if (o.dim == "W") return v >= 1e3 ? with("kW") : with("W");
+    return fmt(v);
+}
+
+}  // namespace mw::calc

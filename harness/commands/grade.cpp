@@ -1,0 +1,638 @@
+// `memwall grade <level> --submission FILE`: grade a student's exercise.
+//
+// Why it cannot be fooled (each item is a failure mode a submission could
+// otherwise exploit):
+//   - the submission runs in a child process built from a fresh exec; it
+//     sees only a shared mapping holding the current call's inputs and a
+//     poisoned (NaN) output area. The oracle is computed by the grader after
+//     the child has answered, in the grader's own memory;
+//   - inputs come from a seed the submission never sees (--seed for practice,
+//     an instructor's secret, or a fresh random one); every correctness shape
+//     is called twice with different inputs, so an answer cached from the
+//     first call is wrong on the second;
+//   - after every call the inputs are compared byte for byte with the
+//     grader's private copy, so writing into A is caught;
+//   - crashes, exceptions and endless loops (wall-time limit, process group
+//     killed) cost the calls they hit, never the grader;
+//   - speed: the reference variant runs in the grader, on the same inputs,
+//     interleaved round by round with the submission, best of N each; every
+//     timed call gets fresh inputs and its output is compared with the
+//     reference's, so a fast-but-wrong (or cached) timed call earns nothing;
+//     the speed shape is checked against the oracle before and after timing;
+//     the round trip's fixed cost (measured with empty calls) is subtracted.
+#include "harness/commands/grade.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "harness/check.hpp"
+#include "harness/cli.hpp"
+#include "harness/commands/grade_sandbox.hpp"
+#include "harness/gpu.hpp"
+#include "harness/inputs.hpp"
+#include "harness/registry.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+
+namespace mw::grade {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kCallsPerShape = 2;
+constexpr double kCompileLimitS = 180;
+constexpr double kSpeedBudgetS = 3.0;  // timed seconds per side, at most
+constexpr int kMinRounds = 3, kMaxRounds = 40;
+constexpr int kCoolDownMs = 15;
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+}
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// --- what to grade ------------------------------------------------------------
+
+struct Seed {
+    std::uint64_t value = 0;
+    std::string kind;  // "public" (--seed), "secret", "random"
+};
+
+std::uint64_t seed_from_text(const std::string& text) {
+    std::string t = text;
+    t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+    if (t.empty()) throw UsageError("the secret seed is empty");
+    if (std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }) && t.size() < 20)
+        return std::stoull(t);
+    return mix_seed(0x6d656d77616c6cull, t);  // any passphrase works
+}
+
+Seed resolve_seed(const GradeOptions& o) {
+    if (!o.seed_text.empty() && !o.secret_seed_file.empty())
+        throw UsageError("give either --seed (practice) or --secret-seed-file (instructor), not both");
+    if (!o.seed_text.empty()) {
+        if (o.seed_text.find_first_not_of("0123456789") != std::string::npos || o.seed_text.size() >= 20)
+            throw UsageError("--seed '" + o.seed_text + "' must be a non-negative integer");
+        return {std::stoull(o.seed_text), "public"};
+    }
+    if (!o.secret_seed_file.empty()) {
+        std::ifstream in(o.secret_seed_file);
+        if (!in) throw UsageError("cannot read --secret-seed-file '" + o.secret_seed_file + "'");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return {seed_from_text(ss.str()), "secret"};
+    }
+    if (const char* env = std::getenv("MEMWALL_GRADE_SECRET"); env && *env) return {seed_from_text(env), "secret"};
+    return {std::random_device{}() * 0x100000001ull ^ std::random_device{}(), "random"};
+}
+
+const Exercise& pick_exercise(const std::vector<Exercise>& all, const GradeOptions& o) {
+    std::vector<std::string> ids;
+    for (auto& x : all) ids.push_back(x.id);
+    if (!o.exercise.empty()) {
+        for (auto& x : all)
+            if (x.id == o.exercise) return x;
+        throw UsageError("unknown exercise '" + o.exercise + "' in level " + all[0].level_id +
+                         "; valid exercises: " + join(ids));
+    }
+    // Without --exercise: the backend says which, else the file's extension.
+    std::string family = o.backend.empty() ? "" : (o.backend == "cpu" ? "cpu" : "cuda");
+    if (family.empty()) family = fs::path(o.submission).extension() == ".cu" ? "cuda" : "cpu";
+    for (auto& x : all)
+        if (x.backend == family) return x;
+    if (all.size() == 1) return all[0];
+    throw UsageError("cannot tell which exercise '" + o.submission + "' is for; pass --exercise (" + join(ids) + ")");
+}
+
+Backend pick_backend(const Exercise& x, const GradeOptions& o) {
+    const std::vector<std::string> valid = x.backend == "cpu" ? std::vector<std::string>{"cpu"}
+                                                               : std::vector<std::string>{"cuda", "cuda-emu"};
+    if (o.backend.empty()) {
+        if (x.backend == "cpu") return Backend::cpu;
+        return gpu_count() > 0 && cuda_backend_built() ? Backend::cuda : Backend::cuda_emu;
+    }
+    if (std::find(valid.begin(), valid.end(), o.backend) == valid.end())
+        throw UsageError("unknown backend '" + o.backend + "' for exercise " + x.id +
+                         "; valid backends: " + join(valid));
+    const Backend b = *parse_backend(o.backend);
+    if (b == Backend::cuda && !(gpu_count() > 0 && cuda_backend_built()))
+        throw UsageError("--backend cuda needs a GPU and a CUDA build (" + gpu_absent_reason() +
+                         "); use --backend cuda-emu to grade correctness on the CPU");
+    return b;
+}
+
+const Variant& find_reference(const Exercise& x, Backend b) {
+    for (auto* v : variants_of(x.op, b))
+        if (v->name == x.reference_variant) return *v;
+    throw std::runtime_error("level " + x.level_id + ": reference variant '" + x.reference_variant + "' of op " +
+                             x.op + " is not registered for backend " + to_string(b));
+}
+
+// --- building the worker ------------------------------------------------------
+
+struct Build {
+    bool ok = false;
+    std::string command, log;
+    double seconds = 0;
+    fs::path exe;
+};
+
+fs::path find_program(const std::string& name, const std::vector<fs::path>& extra = {}) {
+    std::vector<fs::path> dirs = extra;
+    if (const char* path = std::getenv("PATH")) {
+        std::stringstream ss(path);
+        for (std::string d; std::getline(ss, d, ':');) dirs.push_back(d);
+    }
+    for (auto& d : dirs)
+        if (access((d / name).c_str(), X_OK) == 0) return d / name;
+    throw std::runtime_error("'" + name + "' not found on PATH; the grader compiles submissions with it");
+}
+
+// The emulator's static library, from the build tree memwall runs from.
+fs::path emu_library() {
+    if (const char* env = std::getenv("MEMWALL_EMU_LIB"); env && *env) return env;
+#ifdef MEMWALL_EMU_LIB
+    return MEMWALL_EMU_LIB;
+#else
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())
+        if (fs::exists(d / "harness/emu/libmemwall_emu.a")) return d / "harness/emu/libmemwall_emu.a";
+    throw std::runtime_error("cannot find libmemwall_emu.a in memwall's build tree; set MEMWALL_EMU_LIB");
+#endif
+}
+
+bool built_with_asan() {
+#if defined(__SANITIZE_ADDRESS__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::vector<std::string> child_env(const fs::path& tmp, int threads) {
+    return {"PATH=/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C", "HOME=" + tmp.string(),
+            "TMPDIR=" + tmp.string(), "OMP_NUM_THREADS=" + std::to_string(threads),
+            "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
+}
+
+std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
+    const std::string inc = source_dir().string();
+    if (b == Backend::cpu)
+        // -march=native: students may use any ISA this machine has; the
+        // reference variants pick theirs with target attributes at run time.
+        return {find_program("g++").string(), "-std=c++20", "-O3", "-march=native", "-fopenmp", "-Wall",
+                "-I", inc, x.adapter.string(), "-x", "c++", src.string(), "-o", exe.string()};
+    if (b == Backend::cuda)
+        return {find_program("nvcc", {"/usr/local/cuda/bin"}).string(), "-std=c++20", "-O3", "-arch=native",
+                "-I", inc, x.adapter.string(), src.string(), "-o", exe.string()};
+    std::vector<std::string> cmd = {find_program("g++").string(), "-std=c++20", "-O2", "-DMEMWALL_EMU=1",
+                                    "-Wall", "-Wno-unknown-pragmas", "-I", inc, "-x", "c++",
+                                    x.adapter.string(), src.string(), "-x", "none", emu_library().string(),
+                                    "-lboost_context", "-pthread", "-ldl", "-o", exe.string()};
+    if (built_with_asan()) cmd.insert(cmd.begin() + 1, "-fsanitize=address");
+    return cmd;
+}
+
+// The compiler's first lines, with the temp dir's name for the submission
+// replaced by the file the student gave.
+std::string first_lines(std::string log, const std::string& tmp_name, const std::string& shown, int lines) {
+    for (std::size_t at; (at = log.find(tmp_name)) != std::string::npos;) log.replace(at, tmp_name.size(), shown);
+    std::string out;
+    std::stringstream ss(log);
+    int n = 0;
+    for (std::string line; std::getline(ss, line) && n < lines; ++n) out += line + "\n";
+    if (n == lines) out += "... (more errors cut)\n";
+    return out;
+}
+
+Build build_submission(const Exercise& x, Backend b, const fs::path& submission, const fs::path& tmp) {
+    Build r;
+    // A copy the unprivileged compiler can read, with the extension its
+    // language needs.
+    const fs::path src = tmp / (b == Backend::cpu ? "submission.cpp" : "submission.cu");
+    fs::copy_file(submission, src, fs::copy_options::overwrite_existing);
+    fs::permissions(src, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read);
+    r.exe = tmp / "worker";
+    const auto cmd = compile_command(x, b, src, r.exe);
+    for (auto& a : cmd) r.command += (r.command.empty() ? "" : " ") + a;
+    const double t0 = now_s();
+    const Exit e = run_to_completion(cmd, tmp / "compile.log",
+                                     {.wall_s = kCompileLimitS, .memory_mb = built_with_asan() ? 0u : 8192u},
+                                     child_env(tmp, 1));
+    r.seconds = now_s() - t0;
+    const std::string log = log_tail(tmp / "compile.log", 1 << 20);
+    r.ok = !e.timed_out && e.signal == 0 && e.exit_code == 0 && fs::exists(r.exe);
+    r.log = first_lines(log, src.string(), submission.filename().string(), r.ok ? 10 : 30);
+    if (!r.ok && e.exit_code != 1) r.log += "compiler " + e.describe(kCompileLimitS) + "\n";
+    return r;
+}
+
+// --- running calls in the worker ----------------------------------------------
+
+struct Session {
+    fs::path exe, tmp;
+    SharedMemory shm;
+    Worker worker;
+    Limits limits;
+    std::vector<std::string> env;
+    double budget_left = 0;  // seconds of worker time left to the submission
+    int starts = 0;
+};
+
+struct Outcome {
+    bool ok = false;
+    std::string message;
+    double wall_s = 0, device_s = -1;
+};
+
+std::size_t align_page(std::size_t n) { return (n + 4095) / 4096 * 4096; }
+
+std::size_t shared_bytes(const Problem& p) {
+    std::size_t n = kHeaderBytes;
+    for (auto& b : p.inputs) n += align_page(b.size_bytes());
+    for (auto& b : p.outputs) n += align_page(b.size_bytes());
+    return n;
+}
+
+// Header, inputs and poisoned outputs into the shared mapping.
+void stage(Session& s, Problem& p) {
+    SharedHeader& h = s.shm.header();
+    h = SharedHeader{};
+    h.n_inputs = static_cast<std::uint32_t>(p.inputs.size());
+    h.n_outputs = static_cast<std::uint32_t>(p.outputs.size());
+    std::size_t off = kHeaderBytes, i = 0;
+    for (auto* list : {&p.inputs, &p.outputs})
+        for (auto& b : *list) {
+            if (list == &p.outputs) poison(b);  // NaN: whatever the call leaves unwritten fails the check
+            h.offset[i] = off, h.bytes[i] = b.size_bytes();
+            std::memcpy(s.shm.base + off, b.data.get(), b.size_bytes());
+            off += align_page(b.size_bytes()), ++i;
+        }
+    for (auto& [name, v] : p.shape.axes) {
+        std::snprintf(h.axis_names[h.n_axes], sizeof h.axis_names[0], "%s", name.c_str());
+        h.axes[h.n_axes++] = v;
+    }
+}
+
+// Outputs back into the problem; inputs compared with the grader's copy.
+std::string collect(Session& s, Problem& p) {
+    std::size_t off = kHeaderBytes;
+    for (auto& b : p.inputs) {
+        if (std::memcmp(s.shm.base + off, b.data.get(), b.size_bytes()) != 0) {
+            std::size_t e = 0;
+            const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
+            while (e < b.count && std::memcmp(s.shm.base + off + e * es, b.data.get() + e * es, es) == 0) ++e;
+            return "the submission wrote into its input " + b.name + " (first change at " + element_name(b, e) +
+                   "); inputs are const";
+        }
+        off += align_page(b.size_bytes());
+    }
+    for (auto& b : p.outputs) {
+        std::memcpy(b.data.get(), s.shm.base + off, b.size_bytes());
+        off += align_page(b.size_bytes());
+    }
+    return {};
+}
+
+std::string crash_message(const Session& s, const CallResult& r) {
+    std::string m = "the submission " + r.exit.describe(r.wall_s);
+    if (r.exit.timed_out) m += " (time limit " + fmt("%.3g", s.limits.wall_s) + " s for all its calls)";
+    const std::string tail = log_tail(s.worker.log, 1500);
+    if (!tail.empty()) m += "\nits last output:\n" + tail;
+    return m;
+}
+
+Outcome run_call(Session& s, Problem& p, Command cmd = kRun) {
+    Outcome o;
+    if (s.budget_left <= 0) {
+        o.message = "not run: the time limit (" + fmt("%.3g", s.limits.wall_s) + " s) is used up";
+        return o;
+    }
+    if (s.worker.pid < 0) {
+        if (s.starts >= 12) {
+            o.message = "not run: the submission crashed too often";
+            return o;
+        }
+        s.worker = start_worker(s.exe, s.shm, s.tmp / ("worker" + std::to_string(s.starts++) + ".log"), s.limits,
+                                s.env);
+    }
+    if (cmd == kRun) stage(s, p);
+    const CallResult r = call_worker(s.worker, cmd, s.budget_left);
+    s.budget_left -= r.wall_s;
+    o.wall_s = r.wall_s;
+    if (!r.ok) {
+        o.message = crash_message(s, r);
+        if (r.exit.timed_out) s.budget_left = 0;
+        return o;
+    }
+    if (r.reply.status != 0) {
+        o.message = std::string("the call failed: ") + r.reply.message;
+        return o;
+    }
+    o.device_s = r.reply.device_seconds;
+    if (cmd == kRun) o.message = collect(s, p);
+    o.ok = o.message.empty();
+    return o;
+}
+
+std::uint64_t call_seed(const Seed& seed, const std::string& what, int i) {
+    return mix_seed(seed.value, what + "#" + std::to_string(i));
+}
+
+// The submission on fresh inputs, checked against the fp64 oracle.
+Outcome checked_call(Session& s, const Op& op, const Shape& shape, std::uint64_t seed) {
+    Problem p = op.make_problem(shape, op.dtypes.at(0), seed);
+    Outcome o = run_call(s, p);
+    if (!o.ok) return o;
+    const CheckResult c = check_problem(op, p, op.oracle(p));  // computed only now, after the call
+    if (!c.ok) o.ok = false, o.message = c.message;
+    return o;
+}
+
+json test(const std::string& name, const std::string& kind, bool passed, double score, double max_score,
+          const std::string& output) {
+    return {{"name", name}, {"kind", kind}, {"passed", passed}, {"score", score}, {"max_score", max_score},
+            {"output", output}};
+}
+
+json grade_correctness(Session& s, const Exercise& x, const Op& op, const Seed& seed) {
+    json tests = json::array();
+    const double each = x.correctness_points / std::max<std::size_t>(x.correctness_shapes.size(), 1);
+    for (auto& text : x.correctness_shapes) {
+        const Shape shape = parse_shape(text, op.default_shape, op.axes);
+        std::string out;
+        bool ok = true;
+        for (int call = 0; call < kCallsPerShape && ok; ++call) {
+            const Outcome o = checked_call(s, op, shape, call_seed(seed, "correct/" + text, call));
+            if (!o.ok) ok = false, out = "call " + std::to_string(call + 1) + " of " +
+                                          std::to_string(kCallsPerShape) + " (fresh inputs each call): " + o.message;
+        }
+        if (ok) out = "correct on " + std::to_string(kCallsPerShape) + " calls with different inputs";
+        tests.push_back(test("correctness " + text, "correctness", ok, ok ? each : 0, each, out));
+    }
+    return tests;
+}
+
+// --- speed --------------------------------------------------------------------
+
+// The reference variant once on `p`, timed in this process; outputs land in p.
+double time_reference(const Variant& v, Problem& p) {
+    for (auto& b : p.outputs) poison(b);
+    Instance inst = v.prepare(p);
+    double t;
+    if (inst.device_time) {
+        t = inst.device_time(false);
+    } else {
+        const double t0 = now_s();
+        inst.run();
+        inst.sync();
+        t = now_s() - t0;
+    }
+    inst.fetch();
+    return t;
+}
+
+// Submission output vs the reference variant's on the same inputs: both are
+// fp32 GEMMs, so each is allowed its own rounding error (scale 2).
+std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref) {
+    const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
+    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+        std::vector<double> want(ref.outputs[k].count);
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = load_as_double(ref.outputs[k], i);
+        const CheckResult c = check_close(sub.outputs[k], want, sub.outputs[k].dtype, L,
+                                          2.0 * op.check.tolerance_scale);
+        if (!c.ok) return c.message;
+    }
+    return {};
+}
+
+// OpenMP threads spin for a while after a parallel region before they sleep
+// (libgomp: GOMP_SPINCOUNT, 300000 pauses, ~10-20 ms here). Timing one side
+// while the other side's threads still spin would halve its cores, so each
+// timed call starts after the other's spinners have gone to sleep.
+void cool_down() { std::this_thread::sleep_for(std::chrono::milliseconds(kCoolDownMs)); }
+
+double ping_overhead(Session& s) {
+    Problem none;
+    double best = 1e9;
+    for (int i = 0; i < 20; ++i) {
+        const Outcome o = run_call(s, none, kPing);
+        if (!o.ok) return 0;
+        best = std::min(best, o.wall_s);
+    }
+    return best;
+}
+
+json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref, Backend b, const Seed& seed,
+                 bool all_correct) {
+    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes);
+    const std::string name = "speed " + x.speed_shape;
+    json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
+                 {"floor_ratio", x.floor_ratio}};
+    auto result = [&](bool passed, double score, const std::string& out) {
+        json t = test(name, "speed", passed, score, x.speed_points, out);
+        t["speed"] = info;
+        return t;
+    };
+    if (!all_correct) return result(false, 0, "no speed credit without full correctness");
+    if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/before", 0)); !o.ok)
+        return result(false, 0, "wrong at the speed shape before timing: " + o.message);
+
+    const double overhead = b == Backend::cpu ? ping_overhead(s) : 0;
+    const DType dt = op.dtypes.at(0);
+    {  // warm the reference's threads and pages, as the check call warmed the submission's
+        Problem w = op.make_problem(shape, dt, call_seed(seed, "speed/warm", 0));
+        time_reference(ref, w);
+    }
+    double best_ref = 1e30, best_sub = 1e30, spent = 0;
+    int rounds = 0;
+    for (; rounds < kMaxRounds && (rounds < kMinRounds || spent < kSpeedBudgetS); ++rounds) {
+        const std::uint64_t sd = call_seed(seed, "speed/round", rounds);
+        Problem ps = op.make_problem(shape, dt, sd), pr = op.make_problem(shape, dt, sd);
+        double t_ref = 0;
+        if (rounds % 2 == 0) t_ref = time_reference(ref, pr);  // alternate who goes first
+        cool_down();
+        const Outcome o = run_call(s, ps);
+        cool_down();
+        if (rounds % 2 == 1) t_ref = time_reference(ref, pr);
+        if (!o.ok) return result(false, 0, "timed call " + std::to_string(rounds + 1) + ": " + o.message);
+        if (const std::string m = compare_with_reference(op, ps, pr); !m.empty())
+            return result(false, 0, "timed call " + std::to_string(rounds + 1) +
+                                        " disagrees with the reference variant on the same inputs: " + m);
+        double t_sub = std::max(o.wall_s - overhead, 1e-9);
+        if (b != Backend::cpu) t_sub = (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
+        best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
+        spent += t_sub + t_ref;
+        if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {
+            ++rounds;  // far below the floor: more rounds change nothing
+            break;
+        }
+    }
+    if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/after", 0)); !o.ok)
+        return result(false, 0, "wrong at the speed shape after timing: " + o.message);
+
+    const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
+    const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
+    info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
+                 {"rounds", rounds}, {"call_overhead_s", overhead},
+                 {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
+    std::string out = "best of " + std::to_string(rounds) + " interleaved rounds, fresh inputs each: reference '" +
+                      ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
+                      fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
+                      fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
+                      " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
+                      fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+    return result(ratio >= x.full_credit_ratio, score, out);
+}
+
+// --- the whole grading --------------------------------------------------------
+
+json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const fs::path& tmp) {
+    const Op* op = find_op(x.op);
+    if (!op) throw std::runtime_error("level " + x.level_id + " names op '" + x.op + "', which is not registered");
+    const Variant& ref = find_reference(x, b);
+    const int hw = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = o.threads > 0 ? o.threads : (x.threads > 0 ? x.threads : hw);
+    const bool emulated = b == Backend::cuda_emu;
+    const double max_score = x.correctness_points + (emulated ? 0 : x.speed_points);
+
+    json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
+                {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
+                {"seed", {{"kind", seed.kind}}}, {"threads", threads}, {"max_score", max_score}};
+    if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
+    json tests = json::array();
+
+    const Build build = build_submission(x, b, o.submission, tmp);
+    doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log}};
+    tests.push_back(test("build", "build", build.ok, 0, 0,
+                         build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
+                                  : "compile error, no points:\n" + build.log));
+    if (build.ok) {
+        Session s;
+        s.exe = build.exe, s.tmp = tmp;
+        s.limits = {.wall_s = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s,
+                    .memory_mb = (b == Backend::cuda || built_with_asan()) ? 0 : std::size_t(x.memory_limit_mb)};
+        s.budget_left = s.limits.wall_s;
+        s.env = child_env(tmp, emulated ? hw : threads);
+        std::size_t shm = kHeaderBytes;
+        for (auto& text : x.correctness_shapes)
+            shm = std::max(shm, shared_bytes(op->make_problem(parse_shape(text, op->default_shape, op->axes),
+                                                              op->dtypes.at(0), 0)));
+        if (!emulated && !x.speed_shape.empty())
+            shm = std::max(shm, shared_bytes(op->make_problem(parse_shape(x.speed_shape, op->default_shape, op->axes),
+                                                              op->dtypes.at(0), 0)));
+        s.shm = make_shared_memory(shm);
+        omp_set_num_threads(threads);  // the reference runs with the submission's thread count
+
+        json correctness = grade_correctness(s, x, *op, seed);
+        bool all_correct = true;
+        for (auto& t : correctness) all_correct = all_correct && t["passed"].get<bool>(), tests.push_back(t);
+        if (emulated) {
+            tests.push_back(test("speed " + x.speed_shape, "speed", false, 0, 0,
+                                 "not graded under cuda-emu: emulated timings mean nothing. " + x.emulated_note));
+        } else if (!x.speed_shape.empty()) {
+            tests.push_back(grade_speed(s, x, *op, ref, b, seed, all_correct));
+        }
+        stop_worker(s.worker);
+        release(s.shm);
+        doc["time_used_s"] = s.limits.wall_s - std::max(0.0, s.budget_left);
+        doc["time_limit_s"] = s.limits.wall_s;
+    } else {
+        for (auto& text : x.correctness_shapes)
+            tests.push_back(test("correctness " + text, "correctness", false, 0,
+                                 x.correctness_points / x.correctness_shapes.size(), "not run: compile error"));
+        if (!emulated) tests.push_back(test("speed " + x.speed_shape, "speed", false, 0, x.speed_points,
+                                            "not run: compile error"));
+    }
+    double score = 0;
+    for (auto& t : tests) score += t["score"].get<double>();
+    doc["tests"] = tests;
+    doc["score"] = score;
+    if (emulated) doc["notes"] = {"speed is not graded under cuda-emu; " + x.emulated_note};
+    return doc;
+}
+
+}  // namespace
+
+int run_grade(const GradeOptions& o) {
+    if (o.format != "text" && o.format != "json" && o.format != "gradescope")
+        throw UsageError("unknown format '" + o.format + "'; valid formats: text, json, gradescope");
+    if (!o.backend.empty() && !parse_backend(o.backend))
+        throw UsageError("unknown backend '" + o.backend + "'; valid backends: " + join(all_backend_names()));
+    const auto level = load_level(o.level);
+    const Exercise& x = pick_exercise(level, o);
+    const Backend b = pick_backend(x, o);
+    if (o.submission.empty() || !fs::is_regular_file(o.submission))
+        throw UsageError("submission '" + o.submission + "' is not a readable file");
+    if (o.time_limit_s < 0) throw UsageError("--time-limit must be positive");
+    if (!o.out.empty() && fs::is_directory(o.out)) throw UsageError("--out '" + o.out + "' is a directory");
+    const Seed seed = resolve_seed(o);
+
+    harden_grader();
+    const fs::path tmp = make_temp_dir();
+    json doc;
+    try {
+        doc = grade(o, x, b, seed, tmp);
+    } catch (...) {
+        fs::remove_all(tmp);
+        throw;
+    }
+    fs::remove_all(tmp);
+
+    std::string text = o.format == "json"         ? doc.dump(2) + "\n"
+                       : o.format == "gradescope" ? report_gradescope(doc).dump(2) + "\n"
+                                                  : report_text(doc);
+    if (o.out.empty()) {
+        std::cout << text;
+    } else {
+        write_file_atomic(o.out, text);
+        std::cerr << "memwall grade: score " << doc["score"].get<double>() << " / " << doc["max_score"].get<double>()
+                  << "; report: " << o.out << "\n";
+    }
+    return 0;
+}
+
+}  // namespace mw::grade
+
+MW_REGISTER_COMMAND(grade, [](CLI::App& app) -> mw::CommandAction {
+    auto* sub = app.add_subcommand("grade", "Grade a student's exercise submission (correctness, then speed)");
+    auto o = std::make_shared<mw::grade::GradeOptions>();
+    sub->add_option("level", o->level, "Level: 01-vectorization, 01 or vectorization")->required();
+    sub->add_option("--submission", o->submission, "The student's source file")->required();
+    sub->add_option("--exercise", o->exercise, "Exercise id (default: from --backend or the file's extension)");
+    sub->add_option("--seed", o->seed_text, "Public practice seed (default: a fresh random seed, printed)");
+    sub->add_option("--secret-seed-file", o->secret_seed_file,
+                    "Instructor's secret seed (a number or a passphrase); or set MEMWALL_GRADE_SECRET");
+    sub->add_option("--format", o->format, "text, json or gradescope")->default_val("text");
+    sub->add_option("--out", o->out, "Write the report here (atomically) instead of standard output");
+    sub->add_option("--backend", o->backend, "cpu, cuda or cuda-emu (default: the exercise's; cuda-emu without a GPU)");
+    sub->add_option("--time-limit", o->time_limit_s, "Seconds for all of the submission's calls (default: the level's)");
+    sub->add_option("--threads", o->threads, "CPU threads for submission and reference (default: the level's)");
+    return [o] { return mw::grade::run_grade(*o); };
+});

@@ -1,0 +1,63 @@
+// `memwall grade`: build a student's submission, run it in a sandboxed child
+// process on inputs from a seed it cannot know, check it against the fp64
+// oracle in the grader's own process, time it against the project's optimized
+// variant, and report text, JSON or Gradescope's results.json.
+//
+//   memwall grade 01 --submission my_gemm.cpp --seed 7
+//   MEMWALL_GRADE_SECRET=... memwall grade 01 --submission gemm.cu --format gradescope --out results.json
+//
+// The parts: grade_manifest.cpp (levels/*/level.json -> Exercise),
+// grade_sandbox.cpp (child processes and limits), grade.cpp (the grading
+// itself and the CLI), grade_report.cpp (text and Gradescope from the JSON).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mw::grade {
+
+// One exercise of a level manifest (levels/<level>/level.json, exercises[]).
+struct Exercise {
+    std::string level_id, level_title, op;
+    std::filesystem::path level_dir;
+    std::string id, backend;  // backend: "cpu" or "cuda" (which also allows cuda-emu)
+    std::filesystem::path stub, adapter;
+    std::string symbol, signature, reference_variant;
+    std::vector<std::string> correctness_shapes;
+    std::string speed_shape;
+    int threads = 0;  // 0 = all hardware threads
+    double full_credit_ratio = 0.75, floor_ratio = 0.02;
+    double correctness_points = 60, speed_points = 40;
+    double time_limit_s = 120, memory_limit_mb = 2048;
+    std::string emulated_note;
+};
+
+// Where the repository is: MEMWALL_SOURCE_DIR (compile definition or
+// environment), else the CMake cache beside the running executable, else the
+// current directory and its parents.
+std::filesystem::path source_dir();
+// levels/ under source_dir(), or $MEMWALL_LEVELS_DIR.
+std::filesystem::path levels_dir();
+
+// "01-vectorization", "01" or "vectorization" -> the level's exercises.
+// Throws UsageError naming the valid levels.
+std::vector<Exercise> load_level(const std::string& level);
+
+struct GradeOptions {
+    std::string level, submission, exercise, backend, format = "text", out;
+    std::string seed_text, secret_seed_file;  // seed_text: --seed as typed
+    double time_limit_s = 0;                  // 0 = the manifest's
+    int threads = 0;                          // 0 = the manifest's
+};
+
+int run_grade(const GradeOptions& opts);
+
+// Reports made from the grade document (the JSON format).
+std::string report_text(const nlohmann::json& doc);
+nlohmann::json report_gradescope(const nlohmann::json& doc);
+
+}  // namespace mw::grade

@@ -1,0 +1,114 @@
+// Finding the repository and reading level manifests for `memwall grade`.
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+
+#include "harness/commands/grade.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+
+namespace mw::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_source_root(const fs::path& p) { return fs::exists(p / "harness" / "commands" / "grade_worker.hpp"); }
+
+// The build tree's CMakeCache.txt names the source tree it was configured from.
+fs::path source_from_cmake_cache() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+        std::ifstream cache(dir / "CMakeCache.txt");
+        std::string line;
+        while (std::getline(cache, line))
+            if (line.rfind("CMAKE_HOME_DIRECTORY:INTERNAL=", 0) == 0) return line.substr(line.find('=') + 1);
+    }
+    return {};
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+}
+
+Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, const fs::path& dir) {
+    Exercise x;
+    x.level_id = level.value("id", dir.filename().string());
+    x.level_title = level.value("title", "");
+    x.op = level.value("op", "");
+    x.level_dir = dir;
+    x.id = e.at("id");
+    x.backend = e.at("backend");
+    x.stub = dir / e.at("stub").get<std::string>();
+    x.adapter = dir / e.at("adapter").get<std::string>();
+    x.symbol = e.value("symbol", "");
+    x.signature = e.value("signature", "");
+    x.reference_variant = e.at("reference_variant");
+    const auto& g = e.at("grading");
+    x.correctness_shapes = g.at("correctness_shapes").get<std::vector<std::string>>();
+    x.speed_shape = g.value("speed_shape", "");
+    x.threads = g.value("threads", 0);
+    x.full_credit_ratio = g.value("full_credit_ratio", 0.75);
+    x.floor_ratio = g.value("floor_ratio", 0.02);
+    x.correctness_points = g.value("correctness_points", 60.0);
+    x.speed_points = g.value("speed_points", 40.0);
+    x.time_limit_s = g.value("time_limit_s", 120.0);
+    x.memory_limit_mb = g.value("memory_limit_mb", 2048.0);
+    x.emulated_note = g.value("emulated_note", "");
+    return x;
+}
+
+}  // namespace
+
+fs::path source_dir() {
+    if (const char* env = std::getenv("MEMWALL_SOURCE_DIR"); env && is_source_root(env)) return env;
+#ifdef MEMWALL_SOURCE_DIR
+    if (is_source_root(MEMWALL_SOURCE_DIR)) return MEMWALL_SOURCE_DIR;
+#endif
+    if (fs::path p = source_from_cmake_cache(); !p.empty() && is_source_root(p)) return p;
+    for (fs::path dir = fs::current_path(); !dir.empty(); dir = dir.parent_path()) {
+        if (is_source_root(dir)) return dir;
+        if (dir == dir.root_path()) break;
+    }
+    throw UsageError("cannot find the memwall source tree; set MEMWALL_SOURCE_DIR to the repository root");
+}
+
+fs::path levels_dir() {
+    if (const char* env = std::getenv("MEMWALL_LEVELS_DIR"); env && *env) return env;
+    return source_dir() / "levels";
+}
+
+std::vector<Exercise> load_level(const std::string& level) {
+    const fs::path root = levels_dir();
+    std::vector<std::string> known;
+    std::vector<fs::path> dirs;
+    if (fs::is_directory(root))
+        for (auto& d : fs::directory_iterator(root))
+            if (fs::exists(d.path() / "level.json")) dirs.push_back(d.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (auto& dir : dirs) {
+        const auto doc = read_json_file(dir / "level.json");
+        const std::string id = doc.value("id", dir.filename().string());
+        known.push_back(id);
+        // "01-vectorization" answers to "01", "1" and "vectorization" as well.
+        std::smatch m;
+        const bool numbered = std::regex_match(id, m, std::regex("0*([0-9]+)-(.*)"));
+        const bool hit = level == id || level == doc.value("lever", "") ||
+                         (numbered && (level == m[2].str() || level == id.substr(0, id.find('-')) ||
+                                       level == m[1].str()));
+        if (!hit) continue;
+        std::vector<Exercise> out;
+        for (auto& e : doc.value("exercises", nlohmann::json::array())) out.push_back(parse_exercise(doc, e, dir));
+        if (out.empty()) throw UsageError("level '" + id + "' has no exercises to grade");
+        return out;
+    }
+    throw UsageError("unknown level '" + level + "'; valid levels: " +
+                     (known.empty() ? "(none found under " + root.string() + ")" : join(known)));
+}
+
+}  // namespace mw::grade

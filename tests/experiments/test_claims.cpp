@@ -1,0 +1,134 @@
+// The claims file parses, every claim is well formed, and `memwall
+// reproduce` gives each a verdict that is not an error; `memwall calc` and
+// `memwall reproduce` exit 2 on bad input, naming the problem.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/commands/formulas.hpp"
+
+namespace {
+
+struct Result {
+    int status;
+    std::string output;
+};
+
+Result memwall(const std::string& args, bool with_stderr = true) {
+    std::string cmd = std::string(MEMWALL_BIN) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+    std::array<char, 4096> buf{};
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+    int st = pclose(p);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+nlohmann::json claims_file() {
+    std::ifstream f(MEMWALL_CLAIMS);
+    return nlohmann::json::parse(f);
+}
+
+}  // namespace
+
+TEST(ClaimsFile, ParsesAndEveryClaimIsWellFormed) {
+    auto doc = claims_file();
+    ASSERT_TRUE(doc["claims"].is_array());
+    EXPECT_GE(doc["claims"].size(), 25u);
+    std::set<std::string> ids;
+    const std::set<std::string> kinds = {"formula", "cpu-experiment", "gpu-only"};
+    for (auto& c : doc["claims"]) {
+        const std::string id = c.value("id", "");
+        EXPECT_TRUE(ids.insert(id).second) << "duplicate id " << id;
+        for (const char* k : {"lever", "source", "statement", "published", "check", "tolerance"})
+            EXPECT_TRUE(c.contains(k)) << id << " lacks " << k;
+        EXPECT_TRUE(c["source"].contains("file") && c["source"].contains("section")) << id;
+        const std::string file = c["source"]["file"];
+        EXPECT_TRUE(file.rfind("000_", 0) == 0 || file.rfind("001_", 0) == 0 || file.rfind("002_", 0) == 0) << id;
+        EXPECT_TRUE(c["published"].contains("value") || c["published"].contains("range")) << id;
+        EXPECT_NE(mw::calc::find_unit(c["published"].value("unit", "")), nullptr) << id;
+        EXPECT_TRUE(kinds.count(c["check"].value("kind", ""))) << id;
+        if (c["check"]["kind"] == "formula") {
+            EXPECT_NE(mw::calc::find_formula(c["check"].value("formula", "")), nullptr) << id;
+        }
+    }
+}
+
+TEST(Reproduce, EveryClaimHasAVerdictThatIsNotAnError) {
+    auto r = memwall("reproduce --format json", false);
+    ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
+    auto doc = nlohmann::json::parse(r.output);
+    const std::set<std::string> ok = {"reproduced", "differs", "needs a GPU", "not run"};
+    EXPECT_EQ(doc["claims"].size(), claims_file()["claims"].size());
+    int verdicts = 0;
+    for (auto& c : doc["claims"]) {
+        const std::string v = c["verdict"];
+        EXPECT_TRUE(ok.count(v)) << c["id"] << ": " << v << " " << c.value("explanation", "");
+        if (v == "reproduced" || v == "differs") ++verdicts;
+        if (v == "differs") {
+            EXPECT_TRUE(c.contains("recomputation")) << c["id"];
+            EXPECT_TRUE(c.contains("explanation")) << c["id"] << " differs without saying why";
+        }
+        if (v == "needs a GPU") EXPECT_EQ(c["ours_text"], "—") << c["id"] << ": a GPU claim must not get a number";
+    }
+    EXPECT_GE(verdicts, 25);
+}
+
+TEST(Reproduce, FiltersAndDecimalBinaryHint) {
+    auto r = memwall("reproduce --claim kv.llama2_7b_per_token_0_5mb --format json", false);
+    ASSERT_EQ(r.status, 0);
+    auto doc = nlohmann::json::parse(r.output);
+    ASSERT_EQ(doc["claims"].size(), 1u);
+    // 524288 B shown in MB and, beside it, MiB.
+    EXPECT_NE(doc["claims"][0]["ours_text"].get<std::string>().find("0.5 MiB"), std::string::npos);
+    auto f = memwall("reproduce --lever precision --format json", false);
+    ASSERT_EQ(f.status, 0);
+    for (auto& c : nlohmann::json::parse(f.output)["claims"]) EXPECT_EQ(c["lever"], "precision");
+}
+
+struct BadInput {
+    std::string args;
+    std::vector<std::string> must_mention;
+};
+
+class CalcReproduceBadInput : public testing::TestWithParam<BadInput> {};
+
+TEST_P(CalcReproduceBadInput, ExitsTwoNamingTheProblem) {
+    auto r = memwall(GetParam().args);
+    EXPECT_EQ(r.status, 2) << r.output;
+    for (auto& m : GetParam().must_mention) EXPECT_NE(r.output.find(m), std::string::npos) << "missing '" << m << "' in: " << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, CalcReproduceBadInput,
+    testing::Values(BadInput{"calc nosuch", {"'nosuch'", "kv_cache", "roofline"}},
+                    BadInput{"calc", {"valid formulas"}},
+                    BadInput{"calc kv_cache --layers 32 --tokens 10", {"--head_dim"}},
+                    BadInput{"calc kv_cache --layers x --head_dim 1 --tokens 1 --kv_heads 1", {"'x'", "--layers"}},
+                    BadInput{"calc gemm_intensity --m 4 --n 4 --k 4 --q 3", {"'q'", "dtype_bytes"}},
+                    BadInput{"calc gemm_intensity --m 0 --n 4 --k 4", {"--m", "> 0"}},
+                    BadInput{"calc kv_cache --layers 2 --head_dim 4 --tokens 5 --attention xqa", {"'xqa'", "mha, gqa, mqa"}},
+                    BadInput{"calc ridge --gpu Z9000", {"'Z9000'", "H100"}},
+                    BadInput{"calc ridge --peak_tflops", {"--peak_tflops"}},
+                    BadInput{"reproduce --lever nosuch", {"'nosuch'", "fusion"}},
+                    BadInput{"reproduce --claim nosuch", {"'nosuch'"}},
+                    BadInput{"reproduce --format xml", {"'xml'", "md, json"}},
+                    BadInput{"reproduce --out report.txt", {"report.txt", ".json"}}));
+
+TEST(Calc, ListAndJsonOutput) {
+    auto l = memwall("calc --list");
+    EXPECT_EQ(l.status, 0);
+    for (auto& name : mw::calc::formula_names()) EXPECT_NE(l.output.find(name + ":"), std::string::npos) << name;
+    auto j = memwall("calc kv_cache --layers 32 --attention gqa --q_heads 32 --kv_heads 8 --head_dim 128 --tokens 8000 --json", false);
+    ASSERT_EQ(j.status, 0);
+    auto doc = nlohmann::json::parse(j.output);
+    EXPECT_DOUBLE_EQ(doc["outputs"]["bytes"]["value"].get<double>(), 2.0 * 32 * 8 * 128 * 8000 * 2);
+    EXPECT_EQ(doc["outputs"]["bytes"]["unit"], "B");
+}

@@ -1,0 +1,208 @@
+// Each formula against a hand computation written out here (not produced by
+// the code), units (GB vs GiB), and the usage errors of bad parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/commands/formulas.hpp"
+#include "harness/runner.hpp"
+
+using namespace mw::calc;
+
+namespace {
+
+double out(const std::string& formula, std::map<std::string, std::string> params, const std::string& name) {
+    const Formula* f = find_formula(formula);
+    EXPECT_NE(f, nullptr) << formula;
+    auto outs = evaluate(*f, params);
+    const Output* o = find_output(outs, name);
+    EXPECT_NE(o, nullptr) << formula << "." << name;
+    return o ? o->value : NAN;
+}
+
+std::string text_out(const std::string& formula, std::map<std::string, std::string> params, const std::string& name) {
+    auto outs = evaluate(*find_formula(formula), params);
+    return find_output(outs, name)->text;
+}
+
+}  // namespace
+
+TEST(Formulas, RidgeAndRoofline) {
+    // 989e12 / 3.35e12 = 295.2238...
+    EXPECT_NEAR(out("ridge", {{"peak_tflops", "989"}, {"bandwidth_tbs", "3.35"}}, "ridge"), 295.2238806, 1e-6);
+    // 100 TFLOP/s, 2 TB/s: ridge 50. At I=10 the roof is 10 x 2e12 = 20e12; at I=100 it is the peak.
+    std::map<std::string, std::string> p = {{"peak_tflops", "100"}, {"bandwidth_tbs", "2"}, {"intensity", "10"}};
+    EXPECT_DOUBLE_EQ(out("roofline", p, "attainable"), 20e12);
+    EXPECT_DOUBLE_EQ(out("roofline", p, "fraction_of_peak"), 0.2);
+    EXPECT_EQ(text_out("roofline", p, "regime"), "memory-bound");
+    p["intensity"] = "100";
+    EXPECT_DOUBLE_EQ(out("roofline", p, "attainable"), 100e12);
+    EXPECT_EQ(text_out("roofline", p, "regime"), "compute-bound");
+    // log10(50 / 0.5) = 2 orders of magnitude
+    p["intensity"] = "0.5";
+    EXPECT_NEAR(out("roofline", p, "orders_below_ridge"), 2.0, 1e-12);
+}
+
+TEST(Formulas, RidgeFromSpecTable) {
+    // The spec table's H100 SXM: 989.4 TFLOP/s FP16 over 3350 GB/s.
+    EXPECT_NEAR(out("ridge", {{"gpu", "H100"}, {"dtype", "fp16"}}, "ridge"), 989.4 / 3.35, 1e-9);
+    // An explicit peak overrides the table; the bandwidth still comes from it.
+    EXPECT_NEAR(out("ridge", {{"gpu", "H100"}, {"peak_tflops", "670"}}, "ridge"), 200.0, 1e-9);
+    EXPECT_THROW(out("ridge", {{"gpu", "Z9000"}}, "ridge"), mw::UsageError);
+    EXPECT_THROW(out("ridge", {{"peak_tflops", "1"}}, "ridge"), mw::UsageError);  // no bandwidth
+}
+
+TEST(Formulas, GemmIntensity) {
+    // 2 x 4096^3 = 137438953472 FLOP; 3 x 4096^2 x 2 B = 100663296 B
+    std::map<std::string, std::string> p = {{"m", "4096"}, {"n", "4096"}, {"k", "4096"}, {"dtype_bytes", "2"}};
+    EXPECT_DOUBLE_EQ(out("gemm_intensity", p, "flops"), 137438953472.0);
+    EXPECT_DOUBLE_EQ(out("gemm_intensity", p, "bytes"), 100663296.0);
+    EXPECT_NEAR(out("gemm_intensity", p, "intensity"), 1365.3333333, 1e-6);
+    // Rectangular: m=2, n=3, k=4, fp32: 48 FLOP over (8 + 12 + 6) x 4 = 104 B
+    EXPECT_NEAR(out("gemm_intensity", {{"m", "2"}, {"n", "3"}, {"k", "4"}, {"dtype_bytes", "4"}}, "intensity"), 48.0 / 104.0, 1e-12);
+}
+
+TEST(Formulas, ElementwiseAndDecodeIntensity) {
+    EXPECT_DOUBLE_EQ(out("elementwise_intensity", {{"elements", "100"}, {"flops_per_element", "5"}}, "intensity"), 1.25);
+    // P=1000, B=4, d=10, 2-byte weights and activations: 8000 FLOP over 2000 + 80 B.
+    std::map<std::string, std::string> p = {{"params", "1000"}, {"batch", "4"}, {"d_model", "10"}};
+    EXPECT_DOUBLE_EQ(out("decode_intensity", p, "flops"), 8000.0);
+    EXPECT_DOUBLE_EQ(out("decode_intensity", p, "bytes"), 2080.0);
+    // Step time at 1 TB/s: 2080 B / 1e12 B/s; 4 tokens per step.
+    p["bandwidth_tbs"] = "1";
+    EXPECT_DOUBLE_EQ(out("decode_intensity", p, "step_time"), 2080e-12);
+    EXPECT_NEAR(out("decode_intensity", p, "tokens_per_s"), 4 / 2080e-12, 1e-3);
+}
+
+TEST(Formulas, KvCache) {
+    // 2 x 2 layers x 3 heads x 4 dim x 5 tokens x 2 B x 6 batch = 2880 B
+    std::map<std::string, std::string> p = {{"layers", "2"}, {"kv_heads", "3"}, {"head_dim", "4"},
+                                            {"tokens", "5"}, {"dtype_bytes", "2"}, {"batch", "6"}};
+    EXPECT_DOUBLE_EQ(out("kv_cache", p, "bytes"), 2880.0);
+    EXPECT_DOUBLE_EQ(out("kv_cache", p, "bytes_per_token"), 96.0);
+    // MQA with 8 query heads: one K/V head, 8x smaller than MHA.
+    std::map<std::string, std::string> m = {{"layers", "2"}, {"attention", "mqa"}, {"q_heads", "8"}, {"head_dim", "4"}, {"tokens", "5"}};
+    EXPECT_DOUBLE_EQ(out("kv_cache", m, "bytes"), 2 * 2 * 1 * 4 * 5 * 2.0);
+    EXPECT_DOUBLE_EQ(out("kv_cache", m, "reduction_vs_mha"), 8.0);
+    m["attention"] = "mha";
+    EXPECT_DOUBLE_EQ(out("kv_cache", m, "bytes"), 2 * 2 * 8 * 4 * 5 * 2.0);
+    // GQA: kv_heads must divide q_heads.
+    EXPECT_THROW(out("kv_cache", {{"layers", "2"}, {"attention", "gqa"}, {"q_heads", "8"}, {"kv_heads", "3"},
+                                  {"head_dim", "4"}, {"tokens", "5"}}, "bytes"), mw::UsageError);
+    // Batch limit: 1 GB memory, 0.5 GB weights, 2880 B per request (1 shard): floor(5e8 / 2880).
+    std::map<std::string, std::string> b = {{"layers", "2"}, {"kv_heads", "3"}, {"head_dim", "4"}, {"tokens", "30"},
+                                            {"memory_gb", "1"}, {"weights_gb", "0.5"}};
+    EXPECT_DOUBLE_EQ(out("kv_cache", b, "max_batch"), std::floor(5e8 / 2880.0));
+    // Preallocating 4096 for 500 wastes 1 - 500/4096.
+    EXPECT_DOUBLE_EQ(out("kv_cache", {{"layers", "1"}, {"kv_heads", "1"}, {"head_dim", "1"}, {"tokens", "500"},
+                                      {"reserved_tokens", "4096"}}, "waste_fraction"), 1 - 500.0 / 4096.0);
+}
+
+TEST(Formulas, BlockQuant) {
+    // 4 + 16/64 = 4.25 bits; 0.25/4 = 6.25%; 0.25/16 = 1.5625%
+    std::map<std::string, std::string> p = {{"bits", "4"}, {"group_size", "64"}, {"scale_bits", "16"}};
+    EXPECT_DOUBLE_EQ(out("block_quant", p, "effective_bits"), 4.25);
+    EXPECT_DOUBLE_EQ(out("block_quant", p, "overhead_vs_payload"), 0.0625);
+    EXPECT_DOUBLE_EQ(out("block_quant", p, "overhead_vs_reference"), 0.015625);
+    EXPECT_DOUBLE_EQ(out("block_quant", p, "compression"), 16 / 4.25);
+    // A zero point too: 4 + (16 + 4)/64 = 4.3125
+    p["zero_bits"] = "4";
+    EXPECT_DOUBLE_EQ(out("block_quant", p, "effective_bits"), 4.3125);
+    // FP32 scale per 128 INT8: 32/1024 = 3.125%
+    EXPECT_DOUBLE_EQ(out("block_quant", {{"bits", "8"}, {"group_size", "128"}, {"scale_bits", "32"}}, "overhead_vs_payload"), 0.03125);
+    // 1000 weights at 4.25 bits on 2 shards: 1000 x 4.25 / 8 / 2 bytes
+    EXPECT_DOUBLE_EQ(out("block_quant", {{"bits", "4"}, {"group_size", "64"}, {"weights", "1000"}, {"shards", "2"}}, "bytes_per_shard"),
+                     1000 * 4.25 / 8 / 2);
+}
+
+TEST(Formulas, FlashAttention) {
+    // S=8, H=2, d=4, 2 B: Q,K,V,Y = 4x8x4x2 = 256 B per head; one S x S matrix 128 B;
+    // naive per head 256 + 4 x 128 = 768 B; reduction 3 = 1 + 8/4.
+    std::map<std::string, std::string> p = {{"seq", "8"}, {"heads", "2"}, {"head_dim", "4"}, {"block", "2"}};
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "flash_bytes_per_head"), 256.0);
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "score_bytes_per_head"), 128.0);
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "naive_bytes"), 1536.0);
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "reduction"), 3.0);
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "flops"), 2 * 4 * 64 * 4.0);
+    EXPECT_DOUBLE_EQ(out("flash_attention", p, "tile_bytes"), 3 * 2 * 4 * 2.0);
+}
+
+TEST(Formulas, FusionTraffic) {
+    // 10 elements of 2 B = 20 B per tensor; 2 intermediates; 100 B of weights in both versions.
+    std::map<std::string, std::string> p = {{"elements", "10"}, {"intermediates", "2"}, {"extra_bytes", "100"}};
+    EXPECT_DOUBLE_EQ(out("fusion_traffic", p, "intermediate_traffic"), 80.0);
+    EXPECT_DOUBLE_EQ(out("fusion_traffic", p, "unfused_bytes"), 220.0);
+    EXPECT_DOUBLE_EQ(out("fusion_traffic", p, "fused_bytes"), 140.0);
+    EXPECT_DOUBLE_EQ(out("fusion_traffic", p, "unfused_round_trips"), 6.0);
+    p["extra_bytes"] = "0";
+    EXPECT_DOUBLE_EQ(out("fusion_traffic", p, "traffic_reduction"), 3.0);
+}
+
+TEST(Formulas, SpeculativeDecoding) {
+    // Expected tokens = sum_{i=0..gamma} alpha^i: 1 + 0.5 + 0.25 = 1.75
+    EXPECT_DOUBLE_EQ(out("speculative", {{"alpha", "0.5"}, {"gamma", "2"}}, "expected_tokens"), 1.75);
+    EXPECT_DOUBLE_EQ(out("speculative", {{"alpha", "0"}, {"gamma", "4"}}, "expected_tokens"), 1.0);
+    EXPECT_DOUBLE_EQ(out("speculative", {{"alpha", "1"}, {"gamma", "4"}}, "expected_tokens"), 5.0);
+    // 0.78, 5: 1 + .78 + .6084 + .474552 + .37015056 + .2887174368
+    EXPECT_NEAR(out("speculative", {{"alpha", "0.78"}, {"gamma", "5"}}, "expected_tokens"), 3.5218180368, 1e-9);
+    EXPECT_THROW(out("speculative", {{"alpha", "1.5"}, {"gamma", "4"}}, "expected_tokens"), mw::UsageError);
+}
+
+TEST(Formulas, Checkpoint) {
+    // N=16, every 4: 4 checkpoints + 4 live = 8 layers stored; 12 recomputed of 16, forward = 1/3 of a step.
+    std::map<std::string, std::string> p = {{"layers", "16"}, {"every", "4"}, {"activation_bytes", "10"}};
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "stored_checkpointed"), 80.0);
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "memory_reduction"), 2.0);
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "extra_compute_fraction"), 0.25);
+    EXPECT_DOUBLE_EQ(out("checkpoint", {{"layers", "16"}}, "every"), 4.0);  // round(sqrt(16))
+}
+
+TEST(Formulas, IronLawAmdahlPower) {
+    // 1 GB at 100 GB/s = 10 ms; 1e12 FLOP at 1 TFLOP/s x 0.5 = 2 s; 1 ms fixed.
+    std::map<std::string, std::string> p = {{"bytes", "1e9"}, {"bandwidth_gbs", "100"}, {"flops", "1e12"},
+                                            {"peak_tflops", "1"}, {"efficiency", "0.5"}, {"latency_us", "1000"}};
+    EXPECT_NEAR(out("iron_law", p, "time"), 0.010 + 2.0 + 0.001, 1e-12);
+    p["overlap"] = "1";
+    EXPECT_NEAR(out("iron_law", p, "time"), 2.0 + 0.001, 1e-12);
+    // 50 launches x 10 us around 2 ms: 0.5 / 2.5
+    EXPECT_NEAR(out("iron_law", {{"compute_us", "2000"}, {"launches", "50"}, {"launch_us", "10"}}, "overhead_fraction"), 0.2, 1e-12);
+    // Half the time, halved: 1 / 0.75
+    EXPECT_NEAR(out("amdahl", {{"fraction_a", "0.5"}, {"keep_a", "0.5"}}, "speedup"), 4.0 / 3.0, 1e-12);
+    EXPECT_NEAR(out("movement_power", {{"accesses_per_s", "1e12"}, {"pj_per_access", "640"}}, "power"), 640.0, 1e-9);
+}
+
+TEST(Units, DecimalVersusBinaryBytes) {
+    EXPECT_DOUBLE_EQ(to_unit(1073741824.0, "B", "GiB"), 1.0);
+    EXPECT_DOUBLE_EQ(to_unit(1073741824.0, "B", "GB"), 1.073741824);
+    EXPECT_DOUBLE_EQ(to_unit(524288.0, "B", "MiB"), 0.5);
+    EXPECT_DOUBLE_EQ(to_unit(524288.0, "B", "MB"), 0.524288);
+    EXPECT_DOUBLE_EQ(to_unit(2.5e-3, "s", "ms"), 2.5);
+    EXPECT_DOUBLE_EQ(to_unit(0.0625, "1", "%"), 6.25);
+    EXPECT_EQ(byte_unit_counterpart("GB"), "GiB");
+    EXPECT_EQ(byte_unit_counterpart("MiB"), "MB");
+    EXPECT_EQ(byte_unit_counterpart("ms"), "");
+    EXPECT_THROW(to_unit(1, "B", "ms"), std::invalid_argument);
+    EXPECT_THROW(to_unit(1, "B", "furlongs"), std::invalid_argument);
+    // The 7B KV cache of the practitioner guide: 4.194e9 B is 3.906 GiB, not 3.9 GB... it is 4.19 GB.
+    const double kv = 2.0 * 32 * 32 * 8000 * 128 * 2;
+    EXPECT_NEAR(to_unit(kv, "B", "GiB"), 3.90625, 1e-12);
+    EXPECT_NEAR(to_unit(kv, "B", "GB"), 4.194304, 1e-12);
+}
+
+TEST(Params, BadInputNamesTheProblem) {
+    const Formula& f = *find_formula("kv_cache");
+    auto msg = [&](std::map<std::string, std::string> raw) {
+        try {
+            resolve_params(f, raw);
+        } catch (const mw::UsageError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(msg({{"layerz", "2"}}).find("valid parameters"), std::string::npos);
+    EXPECT_NE(msg({{"layers", "2"}, {"tokens", "5"}}).find("--head_dim"), std::string::npos);
+    EXPECT_NE(msg({{"layers", "abc"}}).find("'abc'"), std::string::npos);
+    EXPECT_NE(msg({{"layers", "-3"}}).find("> 0"), std::string::npos);
+    EXPECT_NE(msg({{"layers", "2"}, {"head_dim", "4"}, {"tokens", "5"}, {"attention", "xqa"}}).find("mha, gqa, mqa"), std::string::npos);
+    EXPECT_EQ(find_formula("nosuch"), nullptr);
+}
