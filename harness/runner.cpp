@@ -12,6 +12,7 @@
 #include "harness/check.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
+#include "harness/memtrack.hpp"
 #include "harness/results.hpp"
 
 namespace mw {
@@ -250,8 +251,12 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
             omp_set_num_threads(threads);
             r["ran"] = true;
             try {
+                // Peak heap growth over prepare + one call: workspaces,
+                // materialized intermediates, packed copies.
+                const std::size_t heap_before = memtrack::reset_peak();
                 Instance inst = v->prepare(p);
                 CheckedRun before = check_instance(op, inst, p, oracle);
+                r["peak_extra_bytes"] = memtrack::peak_bytes() - heap_before + inst.workspace_bytes;
                 TimingStats t;
                 std::string gb;
                 TimingOptions topt = req.timing;

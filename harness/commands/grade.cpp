@@ -487,6 +487,7 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
                                         " disagrees with the reference variant on the same inputs: " + m);
         double t_sub = std::max(o.wall_s - overhead, 1e-9);
         if (b != Backend::cpu) t_sub = (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
+        if (std::getenv("MEMWALL_GRADE_DEBUG")) std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
         best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
         spent += t_sub + t_ref;
         if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {

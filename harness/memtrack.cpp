@@ -1,0 +1,71 @@
+#include "harness/memtrack.hpp"
+
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace mw::memtrack {
+
+namespace {
+std::atomic<std::size_t> g_live{0};
+std::atomic<std::size_t> g_peak{0};
+
+void on_alloc(void* p) {
+    const std::size_t n = malloc_usable_size(p);
+    const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
+    std::size_t peak = g_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+}
+void on_free(void* p) {
+    if (p) g_live.fetch_sub(malloc_usable_size(p), std::memory_order_relaxed);
+}
+
+void* allocate(std::size_t n, std::size_t align) {
+    void* p = align <= alignof(std::max_align_t) ? std::malloc(n ? n : 1)
+                                                 : std::aligned_alloc(align, ((n ? n : 1) + align - 1) / align * align);
+    if (!p) throw std::bad_alloc();
+    on_alloc(p);
+    return p;
+}
+void release(void* p) {
+    on_free(p);
+    std::free(p);
+}
+}  // namespace
+
+std::size_t live_bytes() { return g_live.load(); }
+std::size_t reset_peak() {
+    const std::size_t now = g_live.load();
+    g_peak.store(now);
+    return now;
+}
+std::size_t peak_bytes() { return g_peak.load(); }
+
+}  // namespace mw::memtrack
+
+using mw::memtrack::allocate;
+using mw::memtrack::release;
+
+void* operator new(std::size_t n) { return allocate(n, 0); }
+void* operator new[](std::size_t n) { return allocate(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+    try { return allocate(n, 0); } catch (...) { return nullptr; }
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+    try { return allocate(n, 0); } catch (...) { return nullptr; }
+}
+void operator delete(void* p) noexcept { release(p); }
+void operator delete[](void* p) noexcept { release(p); }
+void operator delete(void* p, std::size_t) noexcept { release(p); }
+void operator delete[](void* p, std::size_t) noexcept { release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p); }
