@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,6 +14,9 @@
 #include <thread>
 
 #include "harness/gpu.hpp"
+
+extern "C" char* openblas_get_corename(void);
+extern "C" char* openblas_get_config(void);
 
 #ifndef MEMWALL_SOURCE_DIR
 #define MEMWALL_SOURCE_DIR "."
@@ -95,6 +99,9 @@ nlohmann::json machine_info() {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     m["hostname"] = host;
+    // The vendor rung's own view of the CPU (see harness/main.cpp).
+    m["openblas"] = {{"core", openblas_get_corename()}, {"config", openblas_get_config()},
+                     {"coretype_env", std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : ""}};
     m["gpu"] = gpu_machine_info();
     return m;
 }

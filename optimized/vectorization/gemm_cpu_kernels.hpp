@@ -38,7 +38,7 @@ struct Kernel {
 };
 
 // AVX-512 when the CPU has avx512f, else AVX2+FMA. Setting the environment
-// variable MW_GEMM_ISA=avx2 forces the fallback so tests can check both
+// variable MEMWALL_ISA=avx2 forces the fallback so tests can check both
 // paths on an AVX-512 machine. Throws if the CPU has neither.
 const Kernel& select_kernel();
 

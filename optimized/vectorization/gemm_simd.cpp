@@ -102,7 +102,7 @@ constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratc
 }  // namespace
 
 const Kernel& select_kernel() {
-    const char* force = std::getenv("MW_GEMM_ISA");
+    const char* force = std::getenv("MEMWALL_ISA");
     const bool want_avx2 = force && std::strcmp(force, "avx2") == 0;
     if (!want_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
         return kAvx512;

@@ -1,0 +1,116 @@
+// Lesson text with numbers that come from runs, never from the author's keyboard.
+//
+// A level's lesson.md quotes measurements through placeholders, rendered
+// against the level's recorded results file (level.json "results"):
+//
+//   {{run:simd.gflops}}            a field of a run (dotted path into the run's JSON;
+//                                  run:simd@m=512,n=512,k=512.gflops picks a shape;
+//                                  run:simd.time_ms is time_s.best in ms)
+//   {{speedup:simd/naive}}         best time of naive / best time of simd (same shape)
+//   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_1t_gbps,
+//                                  l1_gbps, l2_gbps, l3_gbps, peak.fp32, peak.fp32.1t,
+//                                  ridge, clock_ghz, flops_per_cycle, l1d_bytes, ...
+//   {{machine.cpu_model}}          the results file's machine block; machine.name is
+//                                  the results folder (results/<name>/...)
+//   {{shape:k}}                    an axis of the recorded shape
+//   {{model:blocked.intensity}}    a variant's own cost model at that shape:
+//                                  flops, bytes, intensity, compulsory_bytes
+//   {{predict:simd}}               the step's prediction formula (level.json steps[].predict)
+//   {{results:path}}, {{results:command}}
+//
+// Arithmetic: + - * / ( ), min(a,b), max(a,b), bw1(bytes), bwall(bytes) (the
+// one-thread / all-thread bandwidth of the calibrated cache sweep at that
+// working set). Operators need spaces around them ("run:a.gflops / 2"): a '/'
+// inside a reference belongs to it (speedup:simd/naive).
+// Format after '|': a digit = significant digits (default 3), pct, int, KiB, MiB.
+//
+// Sections: "<!-- step: VARIANT -->" starts a step's text and "<!-- measure -->"
+// inside it separates what is read before the rung runs (idea, prediction)
+// from what is read after (measurement, the gap).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/ceilings.hpp"
+#include "harness/registry.hpp"
+
+namespace mw::lesson {
+
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Everything a placeholder may refer to.
+struct Context {
+    nlohmann::json runs = nlohmann::json::array();  // results "runs"
+    Ceilings ceilings;
+    nlohmann::json machine = nlohmann::json::object();
+    std::string machine_name;  // results/<machine_name>/...
+    std::string results_path, results_command;
+    std::optional<Shape> shape;          // shape for shape:, model:, and run: without @
+    nlohmann::json steps = nlohmann::json::array();  // level.json "steps" (for predict:)
+    std::string op = "gemm";
+    std::string backend = "cpu";
+    std::string self;  // the variant whose prediction is being evaluated
+};
+
+using Value = std::variant<double, std::string>;
+
+// Evaluates one placeholder body ("run:simd.gflops / 2 | 2"); throws Error.
+Value evaluate(const std::string& expr, const Context& ctx);
+std::string format_value(const Value& v, const std::string& fmt);
+
+// Renders every {{...}} in `text`. Unresolved placeholders are collected in
+// `errors` (placeholder + reason) and rendered as "??"; with errors == nullptr
+// the first one throws.
+std::string render(const std::string& text, const Context& ctx, std::vector<std::string>* errors = nullptr);
+
+// One level: its manifest, lesson text and recorded results.
+struct Level {
+    std::filesystem::path dir;
+    nlohmann::json manifest;
+    std::string id, title, op;
+    std::string lesson_text;          // lesson.md, unrendered
+    std::filesystem::path results_file;  // resolved against the repository root
+    nlohmann::json results;           // the recorded results document
+};
+
+// Finds a level by id, number or lever name under `levels_dir`; throws
+// UsageError (harness/runner.hpp) naming the valid levels.
+Level load_level(const std::filesystem::path& levels_dir, const std::filesystem::path& repo_root,
+                 const std::string& name);
+// Ids of every level with a lesson.
+std::vector<std::string> level_ids(const std::filesystem::path& levels_dir);
+
+// The context of the recorded results (shape: the recorded runs' shape).
+Context recorded_context(const Level& level);
+
+// Lesson text split into the intro and one part per step.
+struct StepText {
+    std::string variant;
+    std::string before;  // idea and prediction
+    std::string after;   // measurement and the gap
+};
+struct Sections {
+    std::string intro;
+    std::vector<StepText> steps;
+    std::string outro;  // after "<!-- end -->"
+};
+Sections split_sections(const std::string& text);
+
+// The whole lesson rendered as markdown for `ctx`, with a header naming the
+// results file and the machine. Errors as in render().
+std::string render_document(const Level& level, const Context& ctx, std::vector<std::string>* errors = nullptr);
+
+// Number formatting used by the lesson: `digits` significant digits, never
+// in exponent notation.
+std::string fmt_num(double x, int digits = 3);
+
+}  // namespace mw::lesson

@@ -1,0 +1,208 @@
+// attention, fusion lever, rung 1 (CPU): FlashAttention-style tiles.
+//
+// Change from rung 0: no s x s buffer. Each task is one (batch, head, block
+// of Br = 64 queries). It walks the keys in tiles of Bc = 64 and keeps, per
+// query, the running max m, the running sum l and an unnormalized output row
+// in a Br x d accumulator (the online softmax of softmax_online.cpp, applied
+// tile by tile); O is divided by l once at the end.
+//   - The block's queries are packed once, transposed and pre-scaled by
+//     1/sqrt(d) (Qt: d x 64, 32 KiB at d = 128). Scores are computed
+//     transposed, St = K_tile Qt (64 keys x 64 queries), by a SIMD
+//     register-tile micro-kernel (6 keys x 64 queries per step, 24 zmm
+//     accumulators), reading K rows straight from the input.
+//   - St's columns are queries, so the softmax statistics are vectors over
+//     16 queries at a time: no horizontal reductions.
+//   - O_acc += P V by the same micro-kernel with P read column-wise from St.
+// Working set per thread: Qt, St (16 KiB), O_acc (32 KiB) and the K/V tiles
+// streamed through (32 KiB each) — L2-resident; peak extra memory is that,
+// per thread (~100 KiB), instead of 2 s^2 floats (128 MiB at s = 4096).
+// Bytes: Q and O once; K and V once per query block (s/64 times per head,
+// from L2/L3 as much as from DRAM), no s^2 term. FLOPs as rung 0; with the
+// causal mask the tiles above the diagonal are skipped, so half the work.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "optimized/fusion/simd.hpp"
+#include "reference/fusion/attention.hpp"
+
+namespace mw::fusion {
+namespace {
+
+constexpr long kBr = 64, kBc = 64;  // queries per block, keys per tile
+
+// C[MR][NV*W] (+)= A[MR][K] B[K][NV*W]. A(i, p) = A[i*ars + p*acs] is
+// broadcast, B's rows are loaded as NV vectors; the MR x NV accumulators stay
+// in registers for the whole K loop.
+template <class V, int MR, int NV>
+MW_SIMD_INLINE void micro(long K, const float* A, long ars, long acs, const float* B, long ldb, float* C, long ldc,
+                          bool accumulate) {
+    constexpr int W = simd::width<V>;
+    V c[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) c[i][v] = accumulate ? simd::load<V>(C + i * ldc + v * W) : V{};
+    for (long p = 0; p < K; ++p) {
+        V b[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) b[v] = simd::load<V>(B + p * ldb + v * W);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const V a = simd::splat<V>(A[i * ars + p * acs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) c[i][v] += a * b[v];
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) simd::store(C + i * ldc + v * W, c[i][v]);
+}
+
+// C[rows][ncols] (+)= A[rows][K] B[K][ncols]; ncols a multiple of NV*W.
+template <class V, int MR, int NV>
+MW_SIMD_INLINE void tile_gemm(long rows, long ncols, long K, const float* A, long ars, long acs, const float* B,
+                              long ldb, float* C, long ldc, bool accumulate) {
+    constexpr int W = simd::width<V>;
+    for (long c0 = 0; c0 < ncols; c0 += NV * W) {
+        long i = 0;
+        for (; i + MR <= rows; i += MR)
+            micro<V, MR, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
+        for (; i < rows; ++i) micro<V, 1, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
+    }
+}
+
+struct Work {
+    AttnShape a;
+    long Dp;  // d rounded up to 64: the accumulator's row stride
+    const float *Q, *K, *V;
+    float* O;
+};
+
+// Floats of per-thread workspace: Qt, St, O_acc, a padded V tile, m, l, alpha.
+long workspace_floats(long D, long Dp) { return D * kBr + kBc * kBr + kBr * Dp + kBc * Dp + 3 * kBr; }
+
+template <class V>
+MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
+    constexpr int W = simd::width<V>;
+    constexpr int MR = 6, NV = W == 16 ? 4 : 2;  // 24 zmm or 12 ymm accumulators
+    const AttnShape& a = w.a;
+    const long D = a.D, Dp = w.Dp, S = a.S;
+    const long b = bh / a.H, h = bh % a.H, kh = h / (a.H / a.Hk);
+    const float* q = w.Q + (bh * S + q0) * D;
+    const float* k = w.K + (b * a.Hk + kh) * S * D;
+    const float* v = w.V + (b * a.Hk + kh) * S * D;
+    float* o = w.O + (bh * S + q0) * D;
+    const long rows = std::min(kBr, S - q0);
+    float* Qt = ws;
+    float* St = Qt + D * kBr;
+    float* Oacc = St + kBc * kBr;
+    float* Vp = Oacc + kBr * Dp;
+    float* m = Vp + kBc * Dp;
+    float* l = m + kBr;
+    float* alpha = l + kBr;
+
+    for (long p = 0; p < D; ++p)
+        for (long i = 0; i < kBr; ++i) Qt[p * kBr + i] = i < rows ? q[i * D + p] * a.scale : 0.0f;
+    std::fill(Oacc, Oacc + kBr * Dp, 0.0f);
+    std::fill(m, m + kBr, -INFINITY);
+    std::fill(l, l + kBr, 0.0f);
+    if (D != Dp) std::fill(Vp, Vp + kBc * Dp, 0.0f);
+
+    const long kv_end = a.causal ? q0 + rows : S;  // keys past the block's last query are masked
+    for (long k0 = 0; k0 < kv_end; k0 += kBc) {
+        const long cols = std::min(kBc, kv_end - k0);
+        tile_gemm<V, MR, NV>(cols, kBr, D, k + k0 * D, D, 1, Qt, kBr, St, kBr, false);
+        for (long j = cols; j < kBc; ++j) std::fill(St + j * kBr, St + (j + 1) * kBr, -INFINITY);
+        if (a.causal && k0 + cols > q0)
+            for (long j = 0; j < cols; ++j)
+                for (long i = 0; i < kBr; ++i)
+                    if (k0 + j > q0 + i) St[j * kBr + i] = -INFINITY;
+
+        // Online softmax down the columns of St, W queries at a time.
+        const V ninf = simd::splat<V>(-INFINITY), zero{}, one = simd::splat<V>(1.0f);
+        for (long i0 = 0; i0 < kBr; i0 += W) {
+            V cm = ninf;
+            for (long j = 0; j < kBc; ++j) cm = simd::vmax(cm, simd::load<V>(St + j * kBr + i0));
+            const V mo = simd::load<V>(m + i0), mn = simd::vmax(mo, cm);
+            const V al = mn == ninf ? one : simd::exp(mo - mn);
+            V ls = simd::load<V>(l + i0) * al;
+            for (long j = 0; j < kBc; ++j) {
+                const V s = simd::load<V>(St + j * kBr + i0);
+                const V pr = s == ninf ? zero : simd::exp(s - mn);
+                simd::store(St + j * kBr + i0, pr);
+                ls += pr;
+            }
+            simd::store(m + i0, mn);
+            simd::store(l + i0, ls);
+            simd::store(alpha + i0, al);
+        }
+        for (long i = 0; i < rows; ++i) {
+            const V al = simd::splat<V>(alpha[i]);
+            for (long c = 0; c < Dp; c += W) simd::store(Oacc + i * Dp + c, simd::load<V>(Oacc + i * Dp + c) * al);
+        }
+        // O_acc += P V, with P(i, j) = St[j][i].
+        const float* vt = v + k0 * D;
+        long ldv = D;
+        if (D != Dp) {
+            for (long j = 0; j < cols; ++j) std::copy(vt + j * D, vt + (j + 1) * D, Vp + j * Dp);
+            vt = Vp;
+            ldv = Dp;
+        }
+        tile_gemm<V, MR, NV>(rows, Dp, cols, St, 1, kBr, vt, ldv, Oacc, Dp, true);
+    }
+    for (long i = 0; i < rows; ++i) {
+        const float inv = 1.0f / l[i];
+        for (long c = 0; c < D; ++c) o[i * D + c] = Oacc[i * Dp + c] * inv;
+    }
+}
+
+MW_TARGET_AVX512 void block512(const Work& w, long bh, long q0, float* ws) { attend_block<simd::f16>(w, bh, q0, ws); }
+MW_TARGET_AVX2 void block256(const Work& w, long bh, long q0, float* ws) { attend_block<simd::f8>(w, bh, q0, ws); }
+
+Instance prepare(Problem& p) {
+    Work w{attn_shape(p.shape), 0, p.in("Q").as<float>(), p.in("K").as<float>(), p.in("V").as<float>(),
+           p.out("O").as<float>()};
+    w.Dp = (w.a.D + 63) / 64 * 64;
+    const int threads = omp_get_max_threads();
+    const long per_thread = (workspace_floats(w.a.D, w.Dp) + 15) / 16 * 16;
+    auto ws = std::shared_ptr<float[]>(new (std::align_val_t(64)) float[per_thread * threads],
+                                       [](float* q) { ::operator delete[](q, std::align_val_t(64)); });
+    auto fn = simd::pick() == simd::Isa::avx512 ? &block512 : &block256;
+    Instance inst;
+    inst.run = [=] {
+        const long blocks = (w.a.S + kBr - 1) / kBr, tasks = w.a.B * w.a.H * blocks;
+#pragma omp parallel num_threads(threads)
+        {
+            float* mine = ws.get() + per_thread * omp_get_thread_num();
+            // Dynamic: with the causal mask, later query blocks have more keys.
+#pragma omp for schedule(dynamic, 1)
+            for (long t = 0; t < tasks; ++t) {
+                // Largest blocks first (the last query blocks when causal).
+                const long bh = t / blocks, qb = blocks - 1 - t % blocks;
+                fn(w, bh, qb * kBr, mine);
+            }
+        }
+    };
+    return inst;
+}
+
+}  // namespace
+}  // namespace mw::fusion
+
+MW_REGISTER_VARIANT(attention_tiled_cpu, {
+    .name = "tiled", .op = "attention", .lever = "fusion",
+    .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 1,
+    .rationale = "FlashAttention on the CPU: 64x64 score tiles in L2, online softmax, SIMD micro-kernels "
+                 "for QK^T and PV; no s x s buffer",
+    .needs = {"avx2"},
+    .bytes = [](const mw::Shape& s, mw::DType dt) {
+        // Q, O once; K and V re-read once per 64-query block (half of it with the mask).
+        const auto a = mw::fusion::attn_shape(s);
+        const double blocks = std::ceil(double(a.S) / 64.0) * (a.causal ? 0.5 : 1.0);
+        return 4.0 * a.B * a.S * a.D * (2.0 * a.H + 2.0 * a.H * blocks);
+    },
+    .prepare = mw::fusion::prepare });

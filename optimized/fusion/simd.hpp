@@ -1,0 +1,129 @@
+// SIMD building blocks shared by the CPU rungs of the fusion lever.
+//
+// The project is compiled without -march, so every kernel is written once as
+// a template over a GCC vector type (16 floats = one AVX-512 register, 8 =
+// one AVX2 register) and instantiated inside two small wrappers that carry
+// a target attribute:
+//
+//   template <class V> MW_SIMD_INLINE void row_kernel(...);        // generic
+//   MW_TARGET_AVX512 void row512(...) { row_kernel<simd::f16>(...); }
+//   MW_TARGET_AVX2   void row256(...) { row_kernel<simd::f8>(...); }
+//
+// The template has no target of its own and is force-inlined into the
+// wrapper, so GCC lowers the vector arithmetic with the wrapper's ISA (and
+// contracts a*b+c into an FMA). Intrinsics could not be used here: an
+// intrinsic may only be inlined into a function that already has its target.
+// simd::pick() chooses at run time; MEMWALL_ISA=avx2 forces the fallback.
+//
+// Math: exp is Cephes' expf polynomial after a 2^n range reduction (max error
+// ~2 ulp on [-87, 88], inputs clamped to that range, so exp(-inf) returns
+// ~1e-38, not 0: callers that mask use a select). GELU is the tanh form,
+// evaluated as x * sigmoid(2u) = x / (1 + exp(-2u)) — the same function as
+// 0.5 x (1 + tanh u) without the cancellation of 1 + tanh(u) for x << 0.
+#pragma once
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+#define MW_SIMD_INLINE __attribute__((always_inline)) inline
+#define MW_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
+#define MW_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+// Vector types cross no ABI boundary here (everything is inlined into its
+// wrapper), so GCC's note about their calling convention is noise.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace mw::fusion::simd {
+
+typedef float f16 __attribute__((vector_size(64)));
+typedef float f8 __attribute__((vector_size(32)));
+typedef int i16 __attribute__((vector_size(64)));
+typedef int i8 __attribute__((vector_size(32)));
+
+template <class V> struct Traits;
+template <> struct Traits<f16> { using I = i16; static constexpr int W = 16; };
+template <> struct Traits<f8> { using I = i8; static constexpr int W = 8; };
+template <class V> constexpr int width = Traits<V>::W;
+
+enum class Isa { avx512, avx2 };
+
+// AVX-512 where present, unless MEMWALL_ISA=avx2 asks for the fallback (so
+// tests exercise both paths on an AVX-512 machine).
+inline Isa pick() {
+    const char* force = std::getenv("MEMWALL_ISA");
+    const bool want_avx2 = force && std::string_view(force) == "avx2";
+    if (!want_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+        return Isa::avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+    throw std::runtime_error("fusion simd: this CPU has neither AVX-512 nor AVX2+FMA");
+}
+
+// Unaligned load/store through memcpy (GCC emits one vmovups).
+template <class V> MW_SIMD_INLINE V load(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <class V> MW_SIMD_INLINE void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+// Non-temporal store of one full vector to a sizeof(V)-aligned address.
+// GCC builtins, not intrinsics: a builtin's ISA is checked where it is
+// expanded (inside the targeted wrapper), an intrinsic's where it is called.
+template <class V> MW_SIMD_INLINE void stream(float* p, V v) {
+    if constexpr (sizeof(V) == 64) __builtin_ia32_movntps512(p, v);
+    else __builtin_ia32_movntps256(p, v);
+}
+template <class V> MW_SIMD_INLINE V splat(float x) { return V{} + x; }
+template <class V> MW_SIMD_INLINE V vmax(V a, V b) { return a > b ? a : b; }
+template <class V> MW_SIMD_INLINE V vmin(V a, V b) { return a < b ? a : b; }
+
+template <class V> MW_SIMD_INLINE float hsum(V v) {
+    float s = 0;
+    for (int i = 0; i < width<V>; ++i) s += v[i];
+    return s;
+}
+template <class V> MW_SIMD_INLINE float hmax(V v) {
+    float m = v[0];
+    for (int i = 1; i < width<V>; ++i) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+// exp(x), ~2 ulp; x clamped to [-87.3, 88] so 2^n stays a normal float.
+template <class V> MW_SIMD_INLINE V exp(V x) {
+    using I = typename Traits<V>::I;
+    x = vmin(vmax(x, splat<V>(-87.3f)), splat<V>(88.0f));
+    // n = round(x / ln 2) by the 1.5*2^23 trick (exact for |n| < 2^22).
+    const V magic = splat<V>(12582912.0f);
+    const V n = (x * 1.44269504088896341f + magic) - magic;
+    // r = x - n ln2 in two steps (Cody-Waite) keeps r exact to ~1 ulp.
+    V r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    V p = splat<V>(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    const I e = (__builtin_convertvector(n, I) + 127) << 23;
+    V scale;
+    std::memcpy(&scale, &e, sizeof scale);
+    return p * scale;
+}
+
+// tanh-GELU as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+template <class V> MW_SIMD_INLINE V gelu(V x) {
+    const V u = (x * x * 0.044715f + 1.0f) * x * 0.7978845608028654f;
+    return x / (exp(u * -2.0f) + 1.0f);
+}
+
+// Scalar twins for the tails of rows (same formulas, libm exp).
+inline float gelu_scalar(float x) {
+    const float u = (x * x * 0.044715f + 1.0f) * x * 0.7978845608028654f;
+    return x / (std::exp(-2.0f * u) + 1.0f);
+}
+
+}  // namespace mw::fusion::simd

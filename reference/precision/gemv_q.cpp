@@ -1,0 +1,127 @@
+// Rung 0 of the precision lever (CPU): the textbook GEMV in fp32.
+//
+// y[bb][i] = sum_j W[i][j] * x[bb][j], one scalar FMA at a time, one thread,
+// vectorization switched off. Bytes: 4 * n_out * n_in of weights once per
+// batch item (the row is re-read from cache for bb > 0, so DRAM sees it once).
+// A single scalar dependency chain does ~1 FMA per 4 cycles: ~3 GB/s of
+// weights, far below DRAM (~19 GB/s on 2 cores) — the floor every other rung
+// is measured from.
+//
+// This file also defines the op: shapes, FLOPs, compulsory bytes (fp32
+// weights: the op's inputs are fp32), seeded inputs and the fp64 oracle.
+//
+// The op-level check (used by `memwall run` for every variant) is LOSSY: the
+// harness has one tolerance per op, so it is the envelope of the loosest
+// variant, int4 G=128. For W, x uniform in [-1, 1) the int4 error of one
+// output is sum_j x_j d_j with |d_j| <= s/2, s ~ max|w_g|/7: its standard
+// deviation is ~7% of rms(y) and the largest of 10^4-10^5 outputs stays
+// below ~5 sigma = 0.35 rms(y). So: reduction_length 1 and a scale giving
+// rtol = atol/rms = 0.5 (16 * 2^-24 * 2^19). The norm floor (rel. Frobenius
+// <= 0.5) still rejects zero or garbage outputs. The tight per-variant checks
+// (contract oracle, derived bound) live in tests/precision/test_gemv_q.cpp.
+#include "reference/precision/gemv_q.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness/inputs.hpp"
+
+namespace mw::precision {
+
+double gemv_bytes(const QuantSpec& q, const Shape& s) {
+    const double n_out = s["n_out"], n_in = s["n_in"], b = s["b"];
+    return n_out * n_in * effective_bits(q, s["n_in"]) / 8 + 4.0 * b * (n_in + n_out);
+}
+
+std::vector<double> dequant_oracle(const QMatrix& m, const float* x, std::int64_t b) {
+    std::vector<double> y(std::size_t(b * m.n_out));
+#pragma omp parallel
+    {
+        std::vector<float> w(std::size_t(m.n_in));
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < m.n_out; ++i) {
+            dequantize_row(m, i, w.data());
+            for (std::int64_t bb = 0; bb < b; ++bb) {
+                double acc = 0;
+                for (std::int64_t j = 0; j < m.n_in; ++j) acc += double(w[j]) * x[bb * m.n_in + j];
+                y[bb * m.n_out + i] = acc;
+            }
+        }
+    }
+    return y;
+}
+
+namespace {
+
+Problem make_problem(const Shape& s, DType dtype, std::uint64_t seed) {
+    const auto n_out = s["n_out"], n_in = s["n_in"], b = s["b"];
+    Problem p{.shape = s, .dtype = dtype, .seed = seed};
+    p.inputs.push_back(Buffer::make("W", DType::f32, n_out * n_in, {n_out, n_in}));
+    p.inputs.push_back(Buffer::make("x", DType::f32, b * n_in, {b, n_in}));
+    p.outputs.push_back(Buffer::make("y", DType::f32, b * n_out, {b, n_out}));
+    fill_uniform(p.in("W"), seed, -1.0, 1.0);
+    fill_uniform(p.in("x"), seed, -1.0, 1.0);
+    return p;
+}
+
+std::vector<std::vector<double>> oracle(const Problem& p) {
+    const auto n_out = p.shape["n_out"], n_in = p.shape["n_in"], b = p.shape["b"];
+    const float* W = p.in("W").as<float>();
+    const float* x = p.in("x").as<float>();
+    std::vector<double> y(std::size_t(b * n_out));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n_out; ++i)
+        for (std::int64_t bb = 0; bb < b; ++bb) {
+            double acc = 0;
+            for (std::int64_t j = 0; j < n_in; ++j) acc += double(W[i * n_in + j]) * x[bb * n_in + j];
+            y[bb * n_out + i] = acc;
+        }
+    return {std::move(y)};
+}
+
+}  // namespace
+}  // namespace mw::precision
+
+__attribute__((optimize("no-tree-vectorize"))) static void gemv_naive(const float* W, const float* x, float* y,
+                                                                      std::int64_t n_out, std::int64_t n_in,
+                                                                      std::int64_t b) {
+    for (std::int64_t bb = 0; bb < b; ++bb)
+        for (std::int64_t i = 0; i < n_out; ++i) {
+            float acc = 0.0f;
+            for (std::int64_t j = 0; j < n_in; ++j) acc += W[i * n_in + j] * x[bb * n_in + j];
+            y[bb * n_out + i] = acc;
+        }
+}
+
+MW_REGISTER_OP(gemv_q, {
+    .name = "gemv_q",
+    .lever = "precision",
+    .summary = "y[b,n_out] = x[b,n_in] W[n_out,n_in]^T; W stored fp32/bf16/fp16/int8/int4 by the variant",
+    .axes = {"b", "n_in", "n_out"},
+    .default_shape = {{{"n_out", 8192}, {"n_in", 8192}, {"b", 1}}},
+    .quick_shape = {{{"n_out", 2048}, {"n_in", 2048}, {"b", 1}}},
+    .dtypes = {mw::DType::f32},
+    .flops = [](const mw::Shape& s) { return 2.0 * s["b"] * s["n_out"] * s["n_in"]; },
+    .compulsory_bytes = [](const mw::Shape& s, mw::DType) {
+        return mw::precision::gemv_bytes({mw::precision::Format::f32}, s);
+    },
+    .make_problem = mw::precision::make_problem,
+    .oracle = mw::precision::oracle,
+    .check = {.reduction_length = [](const mw::Shape&) { return 1.0; }, .tolerance_scale = 0x1.0p19},
+});
+
+MW_REGISTER_VARIANT(gemv_q_naive_cpu, {
+    .name = "naive", .op = "gemv_q", .lever = "precision",
+    .role = mw::Role::reference, .backend = mw::Backend::cpu, .rung = 0,
+    .rationale = "textbook fp32 loop, one scalar FMA chain, one thread: latency-bound, not bandwidth-bound",
+    .bytes = [](const mw::Shape& s, mw::DType) { return mw::precision::gemv_bytes({mw::precision::Format::f32}, s); },
+    .prepare = [](mw::Problem& p) {
+        const auto n_out = p.shape["n_out"], n_in = p.shape["n_in"], b = p.shape["b"];
+        const float* W = p.in("W").as<float>();
+        const float* x = p.in("x").as<float>();
+        float* y = p.out("y").as<float>();
+        mw::Instance inst;
+        inst.run = [=] { gemv_naive(W, x, y, n_out, n_in, b); };
+        return inst;
+    } });

@@ -1,0 +1,187 @@
+// Every variant of every fusion op against the fp64 oracle, CPU and cuda-emu
+// (CUDA SKIPPED without a GPU): odd shapes first (1, 7, 33, 127, 129), the
+// causal mask, GQA, sequence lengths that are not a multiple of the tile.
+// Reordered variants (fused, tiled, online) must also stay within 2x the
+// naive rung's error. Plus: the AVX2 fallback of every SIMD rung, and the
+// tiled attention's peak memory far below the materialized one's.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "harness/check.hpp"
+#include "harness/gpu.hpp"
+#include "harness/memtrack.hpp"
+#include "harness/registry.hpp"
+#include "harness/runner.hpp"
+
+namespace {
+
+struct Case {
+    const mw::Variant* variant;
+    mw::Shape shape;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.variant->op << "/" << c.variant->name << " (" << mw::to_string(c.variant->backend) << ") at "
+        << c.shape.str();
+}
+
+mw::Shape shape(std::initializer_list<std::pair<const std::string, std::int64_t>> axes) { return {axes}; }
+
+// Shapes per op; `emu` keeps them small (one fiber per CUDA thread).
+std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
+    std::vector<mw::Shape> s;
+    if (op == "bias_gelu_ln" || op == "softmax") {
+        const char* c = op == "softmax" ? "cols" : "hidden";
+        for (int n : {1, 7, 33, 127, 129}) s.push_back(shape({{"rows", n}, {c, n}}));
+        s.push_back(shape({{"rows", 3}, {c, emu ? 1000 : 4096}}));
+        if (!emu) s.push_back(shape({{"rows", 65}, {c, 3001}}));
+    } else if (op == "launch_chain") {
+        for (int n : {1, 7, 33, 127, 129}) s.push_back(shape({{"n", n}, {"ops", 16}}));
+        s.push_back(shape({{"n", 1000}, {"ops", 1}}));
+        s.push_back(shape({{"n", emu ? 4099 : 65536}, {"ops", 5}}));
+    } else if (op == "ln_gelu") {
+        for (int n : {1, 7, 33}) s.push_back(shape({{"m", n}, {"n", n}, {"k", n}}));
+        s.push_back(shape({{"m", 127}, {"n", 129}, {"k", 33}}));
+        if (!emu) {
+            s.push_back(shape({{"m", 129}, {"n", 127}, {"k", 300}}));
+            s.push_back(shape({{"m", 200}, {"n", 2100}, {"k", 17}}));  // n past one NC block
+        }
+    } else if (op == "attention") {
+        auto add = [&](int b, int h, int hk, int seq, int d, int causal) {
+            s.push_back(shape({{"b", b}, {"h", h}, {"hk", hk}, {"s", seq}, {"d", d}, {"causal", causal}}));
+        };
+        add(1, 1, 1, 1, 1, 0);
+        add(1, 1, 1, 7, 7, 1);
+        add(1, 2, 1, 33, 33, 0);   // GQA
+        add(1, 2, 2, 33, 33, 1);
+        add(2, 4, 2, 65, 16, 1);   // s one past a 64 tile, GQA, causal
+        if (!emu) {
+            add(1, 2, 1, 127, 64, 0);
+            add(1, 2, 2, 129, 128, 1);
+            add(1, 4, 1, 200, 80, 1);  // MQA-like grouping, d not a multiple of 16
+        }
+    }
+    return s;
+}
+
+const std::vector<std::string> kOps = {"bias_gelu_ln", "softmax", "launch_chain", "ln_gelu", "attention"};
+
+std::vector<Case> cases(mw::Backend b) {
+    std::vector<Case> out;
+    for (auto& op : kOps)
+        for (auto* v : mw::variants_of(op, b))
+            for (auto& s : shapes(op, b == mw::Backend::cuda_emu)) out.push_back({v, s});
+    return out;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+    std::string n = info.param.variant->op + "_" + info.param.variant->name;
+    for (auto& [k, v] : info.param.shape.axes) n += "_" + k + std::to_string(v);
+    return n;
+}
+
+struct Fixture {
+    mw::Problem problem;
+    std::vector<std::vector<double>> oracle;
+    double naive_rel_fro = -1;
+};
+
+Fixture& fixture_for(const std::string& op_name, const mw::Shape& s) {
+    static std::map<std::string, Fixture> cache;
+    const std::string key = op_name + "/" + s.str();
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    const mw::Op* op = mw::find_op(op_name);
+    Fixture f;
+    f.problem = op->make_problem(s, mw::DType::f32, 20261122);
+    f.oracle = op->oracle(f.problem);
+    for (auto* v : mw::variants_of(op_name, mw::Backend::cpu))
+        if (v->role == mw::Role::reference) f.naive_rel_fro = mw::check_variant(*op, *v, f.problem, f.oracle).rel_fro;
+    return cache.emplace(key, std::move(f)).first->second;
+}
+
+void check_case(const Case& c) {
+    std::string why;
+    if (!mw::runnable_here(*c.variant, &why)) GTEST_SKIP() << c.variant->name << ": " << why;
+    const mw::Op* op = mw::find_op(c.variant->op);
+    ASSERT_NE(op, nullptr);
+    Fixture& f = fixture_for(c.variant->op, c.shape);
+    auto r = mw::check_variant(*op, *c.variant, f.problem, f.oracle);
+    EXPECT_TRUE(r.correct) << r.message;
+    mw::CheckResult cr;
+    cr.rel_fro = r.rel_fro;
+    mw::apply_baseline_rule(cr, f.naive_rel_fro, op->check.baseline_factor, mw::DType::f32,
+                            op->check.reduction_length(c.shape));
+    EXPECT_TRUE(cr.ok) << cr.message;
+}
+
+class FusionCpu : public testing::TestWithParam<Case> {};
+TEST_P(FusionCpu, MatchesOracle) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Variants, FusionCpu, testing::ValuesIn(cases(mw::Backend::cpu)), case_name);
+
+class FusionCuda : public testing::TestWithParam<Case> {};
+TEST_P(FusionCuda, MatchesOracle) {
+    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
+    check_case(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Variants, FusionCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FusionCuda);
+
+class FusionEmu : public testing::TestWithParam<Case> {};
+TEST_P(FusionEmu, MatchesOracle) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Variants, FusionEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FusionEmu);
+
+// The AVX2 path of every SIMD rung, forced on an AVX-512 machine.
+TEST(FusionCpuIsa, Avx2FallbackMatchesOracle) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
+    setenv("MEMWALL_ISA", "avx2", 1);
+    setenv("MW_GEMM_ISA", "avx2", 1);
+    for (auto& op : kOps)
+        for (auto* v : mw::variants_of(op, mw::Backend::cpu)) {
+            if (v->role == mw::Role::reference) continue;
+            for (auto& s : shapes(op, true)) {
+                Fixture& f = fixture_for(op, s);
+                auto r = mw::check_variant(*mw::find_op(op), *v, f.problem, f.oracle);
+                EXPECT_TRUE(r.correct) << op << "/" << v->name << " at " << s.str() << ": " << r.message;
+            }
+        }
+    unsetenv("MEMWALL_ISA");
+    unsetenv("MW_GEMM_ISA");
+}
+
+// The point of the tiled rung: no s x s buffer. Peak heap growth over
+// prepare + one checked call, as `memwall run` records it.
+std::size_t peak_extra(const mw::Variant& v, Fixture& f) {
+    const mw::Op* op = mw::find_op(v.op);
+    const std::size_t before = mw::memtrack::reset_peak();
+    std::size_t declared = 0;
+    {
+        mw::Instance inst = v.prepare(f.problem);
+        declared = inst.workspace_bytes;
+        inst.run();
+        inst.sync();
+    }
+    const std::size_t peak = mw::memtrack::peak_bytes() - before + declared;
+    auto r = mw::check_variant(*op, v, f.problem, f.oracle);
+    EXPECT_TRUE(r.correct) << v.name << ": " << r.message;
+    return peak;
+}
+
+TEST(FusionMemory, TiledAttentionPeakFarBelowMaterialized) {
+    const mw::Shape s = shape({{"b", 1}, {"h", 2}, {"hk", 1}, {"s", 1024}, {"d", 64}, {"causal", 1}});
+    Fixture& f = fixture_for("attention", s);
+    std::size_t naive = 0, tiled = 0;
+    for (auto* v : mw::variants_of("attention", mw::Backend::cpu)) {
+        if (v->name == "naive") naive = peak_extra(*v, f);
+        if (v->name == "tiled" && mw::runnable_here(*v)) tiled = peak_extra(*v, f);
+    }
+    ASSERT_GT(naive, 0u);
+    // Two s x s fp32 buffers = 8 MiB at s = 1024.
+    EXPECT_GE(naive, 2u * 1024 * 1024 * 4);
+    if (tiled) EXPECT_LT(tiled * 20, naive) << "tiled " << tiled << " bytes vs naive " << naive;
+}
+
+}  // namespace

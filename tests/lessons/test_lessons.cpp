@@ -1,0 +1,264 @@
+// Lessons: the placeholder language (numbers come from results files, never
+// from the keyboard), every level's lesson resolving against its recorded
+// results, and `memwall lesson` driven the way a student or a script drives it.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/commands/lesson_render.hpp"
+#include "harness/results.hpp"
+#include "reference/vectorization/gemm.hpp"
+
+namespace fs = std::filesystem;
+using namespace mw::lesson;
+
+namespace {
+
+const fs::path kRoot = MEMWALL_SOURCE_DIR;
+
+struct Result {
+    int status;
+    std::string output;
+};
+
+Result memwall(const std::string& args) {
+    const std::string cmd = "MEMWALL_SOURCE_DIR=" + kRoot.string() + " " + MEMWALL_BIN + " " + args + " 2>&1";
+    std::array<char, 512> buf{};
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+    const int st = pclose(p);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+fs::path tmp(const std::string& name) {
+    return fs::temp_directory_path() / ("memwall-lesson-" + std::to_string(::getpid()) + "-" + name);
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+double num(const Value& v) { return std::get<double>(v); }
+
+// Two runs and a machine with a 128 GFLOP/s one-thread AVX-512 peak (2 GHz
+// at 64 FLOP/cycle) and 10 GB/s of DRAM.
+Context toy() {
+    Context c;
+    c.runs = nlohmann::json::array({
+        {{"variant", "naive"}, {"backend", "cpu"}, {"ran", true}, {"shape_str", "k=64,m=64,n=64"},
+         {"gflops", 0.5}, {"time_s", {{"best", 2.0}, {"samples", 5}}}},
+        {{"variant", "fast"}, {"backend", "cpu"}, {"ran", true}, {"shape_str", "k=64,m=64,n=64"},
+         {"gflops", 40.0}, {"time_s", {{"best", 0.025}, {"samples", 30}}}},
+    });
+    c.ceilings.dram_triad_gbps = {6.0, 10.0};
+    c.ceilings.peaks = {{"fp32", "avx512f", 1, 128.0}, {"fp32", "avx512f", 2, 256.0}};
+    c.ceilings.cache_sweep_1t = {{32768, 200}, {1 << 20, 70}, {1 << 30, 10}};
+    c.ceilings.l1d_bytes = 49152;
+    c.machine = {{"cpu_model", "Toy CPU"}, {"cores", 2}};
+    c.machine_name = "toy-box";
+    c.shape = mw::Shape{{{"m", 64}, {"n", 64}, {"k", 64}}};
+    return c;
+}
+
+}  // namespace
+
+TEST(LessonPlaceholders, RunFieldsSpeedupsAndCeilings) {
+    const Context c = toy();
+    EXPECT_DOUBLE_EQ(num(evaluate("run:fast.gflops", c)), 40.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("run:naive.time_s.samples", c)), 5);
+    EXPECT_DOUBLE_EQ(num(evaluate("run:fast.time_ms", c)), 25.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("run:fast@m=64,n=64,k=64.gflops", c)), 40.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("speedup:fast/naive", c)), 80.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:dram_gbps", c)), 10.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:dram_1t_gbps", c)), 6.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:peak.fp32", c)), 256.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:peak.fp32.1t", c)), 128.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:ridge", c)), 25.6);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:clock_ghz", c)), 2.0);
+    EXPECT_EQ(std::get<std::string>(evaluate("machine.cpu_model", c)), "Toy CPU");
+    EXPECT_EQ(std::get<std::string>(evaluate("machine.name", c)), "toy-box");
+    EXPECT_DOUBLE_EQ(num(evaluate("shape:k", c)), 64);
+}
+
+TEST(LessonPlaceholders, Arithmetic) {
+    const Context c = toy();
+    EXPECT_DOUBLE_EQ(num(evaluate("run:fast.gflops / run:naive.gflops", c)), 80.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("1 + 2 * 3", c)), 7.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("(1 + 2) * 3", c)), 9.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("-2 * -3", c)), 6.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("min(3, 1, 2)", c)), 1.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("max(ceiling:dram_gbps, 4)", c)), 10.0);
+    // The one-thread sweep point at or above the working set.
+    EXPECT_DOUBLE_EQ(num(evaluate("bw1(16384)", c)), 200.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 512 * 512)", c)), 10.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 256 * 256)", c)), 70.0);
+}
+
+TEST(LessonPlaceholders, ModelComesFromTheVariantsOwnBytes) {
+    Context c = toy();
+    c.shape = mw::Shape{{{"m", 1024}, {"n", 1024}, {"k", 1024}}};
+    const double flops = 2.0 * 1024 * 1024 * 1024;
+    const double bytes = mw::gemm::bytes_blocked(*c.shape, 1, 1024);
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.flops", c)), flops);
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.bytes", c)), bytes);
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.intensity", c)), flops / bytes);
+    c.self = "blocked";
+    EXPECT_DOUBLE_EQ(num(evaluate("model:self.bytes", c)), mw::gemm::bytes_blocked(*c.shape, 32, 512));
+}
+
+TEST(LessonPlaceholders, PredictEvaluatesTheStepsFormula) {
+    Context c = toy();
+    c.steps = nlohmann::json::array({{{"variant", "naive"}, {"predict", {{"gflops", "ceiling:clock_ghz * 0.5"}}}}});
+    EXPECT_DOUBLE_EQ(num(evaluate("predict:naive", c)), 1.0);
+    EXPECT_THROW(evaluate("predict:fast", c), Error);
+}
+
+TEST(LessonPlaceholders, Formats) {
+    const Context c = toy();
+    EXPECT_EQ(render("{{run:fast.gflops}}", c), "40");
+    EXPECT_EQ(render("{{ 1 / 3 }}", c), "0.333");
+    EXPECT_EQ(render("{{ 1 / 3 | 2 }}", c), "0.33");
+    EXPECT_EQ(render("{{ 0.7372 | pct }}", c), "74%");
+    EXPECT_EQ(render("{{ 29.6 | int }}", c), "30");
+    EXPECT_EQ(render("{{ 65536 | KiB }}", c), "64 KiB");
+    EXPECT_EQ(render("{{ 4 * 1024 * 1024 | MiB }}", c), "4 MiB");
+    EXPECT_EQ(fmt_num(4303355904.0), "4303355904");
+    EXPECT_EQ(fmt_num(0.000123), "0.000123");
+    EXPECT_EQ(render("a {{machine.name}} b", c), "a toy-box b");
+}
+
+TEST(LessonPlaceholders, UnresolvedOnesAreReportedNeverGuessed) {
+    const Context c = toy();
+    std::vector<std::string> errors;
+    const std::string out = render("x {{run:nosuch.gflops}} y {{ceiling:warp_drive}} z {{run:fast.gflops/2}}", c, &errors);
+    ASSERT_EQ(errors.size(), 3u);
+    EXPECT_NE(errors[0].find("nosuch"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("fast"), std::string::npos) << "should list the runs there are: " << errors[0];
+    EXPECT_NE(errors[1].find("dram_gbps"), std::string::npos) << "should list valid ceilings: " << errors[1];
+    EXPECT_EQ(out, "x ?? y ?? z ??");
+    EXPECT_THROW(render("{{run:nosuch.gflops}}", c), Error);
+    EXPECT_THROW(render("{{ 1 + }}", c), Error);
+    EXPECT_THROW(render("{{ 1 / 0 }}", c), Error);
+    EXPECT_THROW(render("{{ run:fast.gflops | furlongs }}", c), Error);
+    // A run at another shape is not silently used.
+    Context other = c;
+    other.shape = mw::Shape{{{"m", 8}, {"n", 8}, {"k", 8}}};
+    EXPECT_THROW(evaluate("run:fast.gflops", other), Error);
+}
+
+TEST(LessonSections, StepsAndMeasureMarkers) {
+    const auto s = split_sections("# T\nintro\n<!-- step: naive -->\nA\n<!-- measure -->\nB\n"
+                                  "<!-- step: fast -->\nC\n<!-- end -->\nD\n");
+    EXPECT_EQ(s.intro, "# T\nintro\n");
+    ASSERT_EQ(s.steps.size(), 2u);
+    EXPECT_EQ(s.steps[0].variant, "naive");
+    EXPECT_EQ(s.steps[0].before, "A\n");
+    EXPECT_EQ(s.steps[0].after, "B\n");
+    EXPECT_EQ(s.steps[1].before, "C\n");
+    EXPECT_EQ(s.steps[1].after, "");
+    EXPECT_EQ(s.outro, "D\n");
+}
+
+// Every lesson.md resolves against its level's recorded results file, has a
+// section per step in order, and a prediction formula per step.
+TEST(Lessons, EveryLevelResolvesAgainstItsResults) {
+    const auto ids = level_ids(kRoot / "levels");
+    int lessons = 0;
+    for (auto& id : ids) {
+        if (!fs::exists(kRoot / "levels" / id / "lesson.md")) continue;
+        ++lessons;
+        const Level L = load_level(kRoot / "levels", kRoot, id);
+        std::vector<std::string> errors;
+        const std::string doc = render_document(L, recorded_context(L), &errors);
+        for (auto& e : errors) ADD_FAILURE() << id << ": " << e;
+        EXPECT_EQ(doc.find("{{"), std::string::npos) << id;
+        const auto sections = split_sections(L.lesson_text);
+        const auto& steps = L.manifest["steps"];
+        ASSERT_EQ(sections.steps.size(), steps.size()) << id;
+        for (std::size_t i = 0; i < steps.size(); ++i) {
+            EXPECT_EQ(sections.steps[i].variant, steps[i]["variant"].get<std::string>()) << id << " step " << i;
+            EXPECT_FALSE(sections.steps[i].after.empty()) << id << " step " << i << " has no <!-- measure --> part";
+            EXPECT_TRUE(steps[i].contains("predict")) << id << " step " << i << " has no predict formula";
+        }
+    }
+    EXPECT_GE(lessons, 1);
+}
+
+// The committed rendered copy is what `memwall lesson --render` makes from
+// the committed results (regenerate it after re-measuring).
+TEST(Lessons, RenderedCopiesAreUpToDate) {
+    for (auto& id : level_ids(kRoot / "levels")) {
+        const fs::path committed = kRoot / "levels" / id / "lesson.rendered.md";
+        if (!fs::exists(committed)) continue;
+        const Level L = load_level(kRoot / "levels", kRoot, id);
+        EXPECT_EQ(render_document(L, recorded_context(L)), slurp(committed))
+            << committed << " is stale: memwall lesson " << id << " --render --out " << committed;
+    }
+}
+
+TEST(LessonCli, BadLevelAndStepExitTwoNamingChoices) {
+    auto r = memwall("lesson nosuchlevel --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("01-vectorization"), std::string::npos) << r.output;
+    r = memwall("lesson 01 --step 9 --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("valid steps"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("0 (naive)"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("5 (openblas)"), std::string::npos) << r.output;
+    r = memwall("lesson 01 --step -2 --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    r = memwall("lesson 01 --backend tpu --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("cpu"), std::string::npos) << r.output;
+    r = memwall("lesson 01 --only --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+}
+
+TEST(LessonCli, RenderWritesMarkdownWithEveryNumberFilled) {
+    const fs::path out = tmp("rendered.md");
+    auto r = memwall("lesson vectorization --render --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string md = slurp(out);
+    EXPECT_EQ(md.find("{{"), std::string::npos);
+    EXPECT_EQ(md.find("??"), std::string::npos);
+    EXPECT_NE(md.find("xeon-kvm-2c"), std::string::npos) << "the machine must be named";
+    fs::remove(out);
+    r = memwall("lesson 01 --check");
+    EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// Two steps, stdin at EOF and no --no-pause: the walk must not wait for
+// anyone, and must show prediction, measurement and roofline for each step.
+TEST(LessonCli, WalkNeverHangsOnEofAndReportsEachStep) {
+    const fs::path json = tmp("walk.json");
+    const fs::path ceilings = kRoot / "results" / "xeon-kvm-2c" / "ceilings.json";
+    auto r = memwall("lesson 01 --step 4 --quick --threads 2 --ceilings " + ceilings.string() + " --json " +
+                     json.string() + " < /dev/null");
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (const char* s : {"Step 4", "Step 5", "predicted (this machine)", "measured now", "Roofline", "of the roof",
+                          "Summary", "recorded on xeon-kvm-2c"})
+        EXPECT_NE(r.output.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.output;
+    EXPECT_EQ(r.output.find("{{"), std::string::npos);
+    const auto doc = mw::read_json_file(json);
+    ASSERT_EQ(doc["steps"].size(), 2u);
+    for (auto& s : doc["steps"]) {
+        EXPECT_TRUE(s["correct"].get<bool>());
+        EXPECT_GT(s["measured_gflops"].get<double>(), 0);
+        EXPECT_GT(s["predicted_gflops"].get<double>(), 0);
+        EXPECT_TRUE(s["bound"] == "compute" || s["bound"] == "memory");
+    }
+    // One naive baseline plus the two rungs, ready for `memwall plot`.
+    EXPECT_EQ(doc["results"]["runs"].size(), 3u);
+    fs::remove(json);
+}
