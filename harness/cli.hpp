@@ -39,3 +39,6 @@ struct CommandRegistrar {
 
 #define MW_REGISTER_COMMAND(id, ...) \
     static const ::mw::detail::CommandRegistrar mw_command_registrar_##id(#id, __VA_ARGS__)
+// For subcommand names that are not identifiers ("quant-error").
+#define MW_REGISTER_COMMAND_NAMED(id, name, ...) \
+    static const ::mw::detail::CommandRegistrar mw_command_registrar_##id(name, __VA_ARGS__)

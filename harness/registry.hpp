@@ -147,6 +147,12 @@ struct Variant {
     std::function<double(const Shape&, DType)> bytes;
     // Builds the instance; may allocate device memory, pack weights, etc.
     std::function<Instance(Problem&)> prepare;
+    // Lossy variants (quantized weights): the function the variant really
+    // computes, e.g. the GEMV of the dequantized weights, in fp64. When set,
+    // correctness is judged against it with the standard tolerance, and the
+    // error against the op's exact oracle is recorded as `error_vs_exact`
+    // (information: the price of the format, not a bug).
+    std::function<std::vector<std::vector<double>>(const Problem&)> contract_oracle;
     // Registered source file, for `memwall list` and error messages.
     std::string source;
 };

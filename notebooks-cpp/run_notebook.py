@@ -130,10 +130,16 @@ def assemble(nb, nb_path, build_dir):
     return program, cflags, lflags, code_cells
 
 
+def lines_of(text):
+    """Lines split on '\\n' only (str.splitlines also splits on the \\x1e the markers start with)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def split_outputs(text):
     """Maps code-cell number -> list of (kind, payload) in order."""
     outputs, cur, error = {}, None, None
-    for line in text.splitlines(keepends=True):
+    for line in lines_of(text):
         if line.startswith(CELL_MARK):
             cur = int(line[len(CELL_MARK):].strip())
             outputs.setdefault(cur, [])
@@ -155,9 +161,9 @@ def to_nb_outputs(items):
     out = []
     for kind, payload in items:
         if kind == "text":
-            out.append({"name": "stdout", "output_type": "stream", "text": payload.splitlines(keepends=True)})
+            out.append({"name": "stdout", "output_type": "stream", "text": lines_of(payload)})
         else:
-            data = {k: (v.splitlines(keepends=True) if k.startswith("text/") else v) for k, v in payload.items()}
+            data = {k: (lines_of(v) if k.startswith("text/") else v) for k, v in payload.items()}
             out.append({"data": data, "metadata": {}, "output_type": "display_data"})
     return out
 

@@ -23,6 +23,7 @@
 #include "harness/commands/grade.hpp"
 
 #include <omp.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -55,9 +56,8 @@ namespace {
 
 constexpr int kCallsPerShape = 2;
 constexpr double kCompileLimitS = 180;
-constexpr double kSpeedBudgetS = 3.0;  // timed seconds per side, at most
-constexpr int kMinRounds = 2, kMaxRounds = 15;
-constexpr int kCoolDownMs = 15;
+constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stopping may start
+constexpr int kMinRounds = 2, kMaxRounds = 30;
 constexpr int kBurst = 3;  // calls per side and round
 
 std::string join(const std::vector<std::string>& v) {
@@ -209,8 +209,12 @@ std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs:
         return {find_program("g++").string(), "-std=c++20", "-O3", "-march=native", "-fopenmp", "-Wall",
                 "-I", inc, x.adapter.string(), "-x", "c++", src.string(), "-o", exe.string()};
     if (b == Backend::cuda)
+        // --gc-sections: nvcc emits unused internal functions too, and a
+        // solution that #includes a rung's .cu would otherwise pull in
+        // references to the harness it is not linked with.
         return {find_program("nvcc", {"/usr/local/cuda/bin"}).string(), "-std=c++20", "-O3", "-arch=native",
-                "-I", inc, x.adapter.string(), src.string(), "-o", exe.string()};
+                "-Xcompiler", "-ffunction-sections", "-Xlinker", "--gc-sections", "-I", inc,
+                x.adapter.string(), src.string(), "-o", exe.string()};
     std::vector<std::string> cmd = {find_program("g++").string(), "-std=c++20", "-O2", "-DMEMWALL_EMU=1",
                                     "-Wall", "-Wno-unknown-pragmas", "-I", inc, "-x", "c++",
                                     x.adapter.string(), src.string(), "-x", "none", emu_library().string(),
@@ -257,13 +261,15 @@ Build build_submission(const Exercise& x, Backend b, const fs::path& submission,
 // --- running calls in the worker ----------------------------------------------
 
 struct Session {
-    fs::path exe, tmp;
+    std::vector<std::string> argv;  // the worker program and its arguments
+    fs::path tmp;
     SharedMemory shm;
     Worker worker;
     Limits limits;
     std::vector<std::string> env;
     double budget_left = 0;  // seconds of worker time left to the submission
     int starts = 0;
+    std::string log_prefix = "worker";
 };
 
 struct Outcome {
@@ -340,7 +346,7 @@ Outcome run_call(Session& s, Problem& p, Command cmd = kRun) {
             o.message = "not run: the submission crashed too often";
             return o;
         }
-        s.worker = start_worker(s.exe, s.shm, s.tmp / ("worker" + std::to_string(s.starts++) + ".log"), s.limits,
+        s.worker = start_worker(s.argv, s.shm, s.tmp / (s.log_prefix + std::to_string(s.starts++) + ".log"), s.limits,
                                 s.env);
     }
     if (cmd == kRun) stage(s, p);
@@ -402,21 +408,21 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Seed& 
 
 // --- speed --------------------------------------------------------------------
 
-// The reference variant once on `p`, timed in this process; outputs land in p.
-double time_reference(const Variant& v, Problem& p) {
-    for (auto& b : p.outputs) poison(b);
-    Instance inst = v.prepare(p);
-    double t;
-    if (inst.device_time) {
-        t = inst.device_time(false);
-    } else {
-        const double t0 = now_s();
-        inst.run();
-        inst.sync();
-        t = now_s() - t0;
-    }
-    inst.fetch();
-    return t;
+// A worker running the reference variant: this very binary, in its hidden
+// `grade-worker` mode, with the submission's thread count and memory layout.
+Session reference_session(const Session& sub, const Op& op, const Variant& ref, Backend b) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw std::runtime_error("cannot find the memwall executable: " + ec.message());
+    Session r;
+    r.argv = {self.string(), "grade_worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
+    r.tmp = sub.tmp;
+    r.limits = {.wall_s = 600, .memory_mb = 0};
+    r.budget_left = r.limits.wall_s;
+    r.env = sub.env;
+    r.shm = make_shared_memory(sub.shm.size);
+    r.log_prefix = "reference";
+    return r;
 }
 
 // Submission output vs the reference variant's on the same inputs: both are
@@ -434,10 +440,32 @@ std::string compare_with_reference(const Op& op, const Problem& sub, const Probl
 }
 
 // OpenMP threads spin for a while after a parallel region before they sleep
-// (libgomp: GOMP_SPINCOUNT, 300000 pauses, ~10-20 ms here). Timing one side
-// while the other side's threads still spin would halve its cores, so each
-// timed call starts after the other's spinners have gone to sleep.
-void cool_down() { std::this_thread::sleep_for(std::chrono::milliseconds(std::getenv("MW_CD") ? atoi(std::getenv("MW_CD")) : kCoolDownMs)); }
+// (libgomp: GOMP_SPINCOUNT, 300000 pauses: ~10 ms on an idle core, far longer
+// on a loaded one). Timing one side while the other side's threads still spin
+// would take cores from it, so each burst waits until every thread of the
+// other process (or this one's, but the caller) is asleep, 0.5 s at most.
+bool threads_idle(pid_t pid, pid_t except_tid) {
+    std::error_code ec;
+    for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        if (t.path().filename() == std::to_string(except_tid)) continue;
+        std::ifstream in(t.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto paren = stat.rfind(')');
+        if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'R') return false;
+    }
+    return true;
+}
+
+void wait_idle(pid_t pid, pid_t except_tid = 0) {
+    for (int i = 0; i < 500 && !threads_idle(pid, except_tid); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+bool confirmed(std::vector<double> t) {
+    if (t.size() < 2) return false;
+    std::sort(t.begin(), t.end());
+    return t[1] <= 1.1 * t[0];
+}
 
 double ping_overhead(Session& s) {
     Problem none;
@@ -465,18 +493,32 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
     if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/before", 0)); !o.ok)
         return result(false, 0, "wrong at the speed shape before timing: " + o.message);
 
-    const double overhead = b == Backend::cpu ? ping_overhead(s) : 0;
+    // The reference runs in a worker process of its own (memwall grade-worker),
+    // so that both sides pay the same round trip: a process woken through a
+    // pipe on a busy machine waits for a core, and timing one side in-process
+    // would hand it that wait as a head start.
+    Session r = reference_session(s, op, ref, b);
+    const double sub_overhead = ping_overhead(s), ref_overhead = ping_overhead(r);
+    auto seconds = [&](const Outcome& o, double overhead) {
+        if (b != Backend::cpu) return (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
+        return std::max(o.wall_s - overhead, 1e-9);
+    };
     const DType dt = op.dtypes.at(0);
     {  // warm the reference's threads and pages, as the check call warmed the submission's
         Problem w = op.make_problem(shape, dt, call_seed(seed, "speed/warm", 0));
-        time_reference(ref, w);
+        if (const Outcome o = run_call(r, w); !o.ok) throw std::runtime_error("reference worker: " + o.message);
     }
     double best_ref = 1e30, best_sub = 1e30, spent = 0;
+    std::vector<double> refs, subs;
     int rounds = 0, calls = 0;
-    for (; rounds < kMaxRounds && (rounds < kMinRounds || spent < kSpeedBudgetS); ++rounds) {
+    // Stop when both bests are confirmed (a second round within 10%: one
+    // lucky or unlucky sample doesn't decide the score) and the time budget
+    // is spent, or at the round limit.
+    auto settled = [&] { return confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS; };
+    for (; rounds < kMaxRounds && (rounds < kMinRounds || !settled()); ++rounds) {
         // A round: a burst of calls from each side on the same fresh inputs,
         // the side that goes first alternating. Within a burst a side's
-        // threads stay warm; between bursts the other side's spinners sleep.
+        // threads stay warm; a burst starts when the other side's are asleep.
         std::vector<Problem> ps, pr;
         for (int i = 0; i < kBurst; ++i) {
             const std::uint64_t sd = call_seed(seed, "speed/round", rounds * kBurst + i);
@@ -484,18 +526,20 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
         }
         double t_ref = 1e30, t_sub = 1e30;
         auto ref_burst = [&] {
-            cool_down();
-            for (auto& p : pr) t_ref = std::min(t_ref, time_reference(ref, p));
+            wait_idle(s.worker.pid);
+            for (auto& p : pr) {
+                const Outcome o = run_call(r, p);
+                if (!o.ok) throw std::runtime_error("reference worker: " + o.message);
+                t_ref = std::min(t_ref, seconds(o, ref_overhead));
+            }
         };
         if (rounds % 2 == 0) ref_burst();
-        cool_down();
+        wait_idle(r.worker.pid);
         for (auto& p : ps) {
             const Outcome o = run_call(s, p);
             ++calls;
             if (!o.ok) return result(false, 0, "timed call " + std::to_string(calls) + ": " + o.message);
-            double t = std::max(o.wall_s - overhead, 1e-9);
-            if (b != Backend::cpu) t = (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
-            t_sub = std::min(t_sub, t);
+            t_sub = std::min(t_sub, seconds(o, sub_overhead));
         }
         if (rounds % 2 == 1) ref_burst();
         for (int i = 0; i < kBurst; ++i)
@@ -505,19 +549,22 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
         if (std::getenv("MEMWALL_GRADE_DEBUG"))
             std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
         best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
+        refs.push_back(t_ref), subs.push_back(t_sub);
         spent += kBurst * (t_sub + t_ref);
         if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {
             ++rounds;  // far below the floor: more rounds change nothing
             break;
         }
     }
+    stop_worker(r.worker);
+    release(r.shm);
     if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/after", 0)); !o.ok)
         return result(false, 0, "wrong at the speed shape after timing: " + o.message);
 
     const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
     const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
     info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
-                 {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
+                 {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", sub_overhead},
                  {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
     std::string out = "best of " + std::to_string(rounds) + " interleaved rounds of " + std::to_string(kBurst) + " calls a side, fresh inputs each call: reference '" +
                       ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
@@ -552,7 +599,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                                   : "compile error, no points:\n" + build.log));
     if (build.ok) {
         Session s;
-        s.exe = build.exe, s.tmp = tmp;
+        s.argv = {build.exe.string()}, s.tmp = tmp;
         s.limits = {.wall_s = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s,
                     .memory_mb = (b == Backend::cuda || built_with_asan()) ? 0 : std::size_t(x.memory_limit_mb)};
         s.budget_left = s.limits.wall_s;

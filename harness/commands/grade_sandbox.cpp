@@ -154,12 +154,12 @@ void release(SharedMemory& shm) {
     shm = {};
 }
 
-Worker start_worker(const fs::path& exe, const SharedMemory& shm, const fs::path& log, const Limits& limits,
-                    const std::vector<std::string>& env) {
+Worker start_worker(const std::vector<std::string>& argv, const SharedMemory& shm, const fs::path& log,
+                    const Limits& limits, const std::vector<std::string>& env) {
     int cmd[2], rep[2];
     if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0)
         throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    ExecArgs a({exe.string()}, env);
+    ExecArgs a(argv, env);
     const int log_fd = open_log(log);
     // dup2 clears O_CLOEXEC on the copies; the originals close at exec.
     const int fds[3][2] = {{shm.fd, kShmFd}, {cmd[0], kCommandFd}, {rep[1], kReplyFd}};
@@ -244,7 +244,7 @@ std::string log_tail(const fs::path& log, std::size_t max_bytes) {
     std::ifstream in(log, std::ios::binary);
     if (!in) return {};
     std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (s.size() > max_bytes) s = "..." + s.substr(s.size() - max_bytes);
+    if (s.size() > max_bytes) s.erase(0, s.size() - max_bytes).insert(0, "...");
     return s;
 }
 

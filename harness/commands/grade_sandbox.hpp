@@ -57,7 +57,8 @@ struct Worker {
     std::filesystem::path log;
 };
 
-Worker start_worker(const std::filesystem::path& exe, const SharedMemory& shm, const std::filesystem::path& log,
+// argv[0] is the program to run.
+Worker start_worker(const std::vector<std::string>& argv, const SharedMemory& shm, const std::filesystem::path& log,
                     const Limits& limits, const std::vector<std::string>& env);
 
 // One round trip: send `cmd`, wait up to `timeout_s` for the reply. On

@@ -69,8 +69,10 @@ std::string rule(const std::string& title, std::size_t width = 78) {
 std::string for_terminal(const std::string& md) {
     static const std::regex comment(R"(<!--[\s\S]*?-->\n?)");
     static const std::regex image(R"(!\[([^\]]*)\]\(([^)]*)\))");
+    static const std::regex strong(R"(\*\*([^*]+)\*\*)");
     std::string text = std::regex_replace(md, comment, "");
     text = std::regex_replace(text, image, "[figure: $1 -> $2]");
+    text = std::regex_replace(text, strong, use_color() ? "\033[1m$1\033[0m" : "$1");
     std::stringstream in(text);
     std::string line, out;
     bool blank = false;
@@ -89,6 +91,20 @@ std::string for_terminal(const std::string& md) {
         }
     }
     return out;
+}
+
+// Wraps `text` at `width` columns, every line after the first indented.
+std::string wrap(const std::string& text, const std::string& indent, std::size_t width = 78) {
+    std::stringstream in(text);
+    std::string word, out, line;
+    while (in >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > width) {
+            out += line + "\n";
+            line = indent;
+        }
+        line += (line.empty() || line == indent ? "" : " ") + word;
+    }
+    return out + line;
 }
 
 std::string num(double x, int digits = 3) { return lesson::fmt_num(x, digits); }
@@ -220,8 +236,8 @@ nlohmann::json run_rung(Walk& w, const std::string& variant) {
     req.timing.max_samples = w.o.quick ? 10 : 30;
     req.command_line = "memwall lesson " + w.L.id + " (step " + variant + ")";
     auto plans = plan_runs(req);
-    std::cout << dim("Running now: " + w.L.op + " " + w.shape.str() + ", " + std::to_string(w.threads) +
-                     " thread(s); the naive rung runs too, as the baseline of this run.")
+    std::cout << dim("Running now: " + w.L.op + " " + w.shape.str() + " on " + std::to_string(w.threads) +
+                     " thread(s), with the naive rung as this run's baseline.")
               << "\n"
               << std::flush;
     auto doc = run_plans(plans, req, w.live.ceilings, std::cout);
@@ -280,14 +296,14 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     std::cout << line;
     if (std::isfinite(recorded)) {
         std::snprintf(line, sizeof line, "  %-28s %12s   %s\n", ("recorded on " + w.recorded.machine_name).c_str(),
-                      num(recorded).c_str(),
-                      dim("(" + w.recorded.shape.value_or(Shape{}).str() + ", " + w.recorded.results_path + ")").c_str());
+                      num(recorded).c_str(), dim("(at " + w.recorded.shape.value_or(Shape{}).str() + ")").c_str());
         std::cout << line;
     }
     if (!why.empty()) std::cout << "  (no prediction: " << why << ")\n";
     if (step.contains("predict") && step["predict"].contains("why")) {
         std::vector<std::string> errs;
-        std::cout << dim("  prediction: " + lesson::render(step["predict"]["why"].get<std::string>(), lc, &errs)) << "\n";
+        std::cout << dim("  " + wrap("prediction: " + lesson::render(step["predict"]["why"].get<std::string>(), lc, &errs),
+                                     "    ")) << "\n";
     }
 
     // Roofline: which side of the ridge, and how close to the roof.
@@ -392,7 +408,10 @@ int walk(const lesson::Level& L, const LessonOptions& o) {
         auto doc = run_rung(w, v);
         w.summary.push_back(report_step(w, step, doc));
         merge_runs(w, doc, v);
-        if (st && !st->after.empty()) std::cout << "\n" << for_terminal(lesson::render(st->after, w.recorded, &errs));
+        if (st && !st->after.empty())
+            std::cout << "\n" << dim("The lesson's text quotes the run recorded on " + w.recorded.machine_name + " at " +
+                                      w.recorded.shape.value_or(Shape{}).str() + ":") << "\n"
+                      << for_terminal(lesson::render(st->after, w.recorded, &errs));
         std::cout << "\n";
         if (i < last && !wait_for_enter(no_pause)) break;
     }

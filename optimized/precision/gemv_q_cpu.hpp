@@ -39,6 +39,10 @@
 #include "reference/precision/gemv_q.hpp"
 #include "reference/precision/quant.hpp"
 
+// GCC 12 warns that the intrinsics headers' own __Y temporaries "may be used
+// uninitialized" once these templates are inlined: a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #define MW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
 #define MW_AVX2 __attribute__((target("avx2,fma,f16c")))
 

@@ -62,7 +62,8 @@ MW_REGISTER_VARIANT(gemv_q_bf16_cpu, {
     .rationale = "bf16 weights widened to fp32 in registers (a 16-bit shift): half the bytes of fp32",
     .needs = {"avx2"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes({mwp::Format::bf16}, s); },
-    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Half16<true>, mwp::cpu::Half8<true>>({mwp::Format::bf16}) });
+    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Half16<true>, mwp::cpu::Half8<true>>({mwp::Format::bf16}),
+    .contract_oracle = mwp::contract_oracle({mwp::Format::bf16}) });
 
 MW_REGISTER_VARIANT(gemv_q_fp16_cpu, {
     .name = "fp16", .op = "gemv_q", .lever = "precision",
@@ -70,4 +71,5 @@ MW_REGISTER_VARIANT(gemv_q_fp16_cpu, {
     .rationale = "fp16 weights widened to fp32 in registers (vcvtph2ps): half the bytes of fp32",
     .needs = {"avx2"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes({mwp::Format::f16}, s); },
-    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Half16<false>, mwp::cpu::Half8<false>>({mwp::Format::f16}) });
+    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Half16<false>, mwp::cpu::Half8<false>>({mwp::Format::f16}),
+    .contract_oracle = mwp::contract_oracle({mwp::Format::f16}) });

@@ -77,7 +77,8 @@ namespace mwp = mw::precision;
                      " per group of " #G ", dequantized in registers inside the dot product",                \
         .needs = {"avx2"},                                                                                   \
         .bytes = [](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes({mwp::Format::int4, G, ASYM}, s); }, \
-        .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Int4x16, mwp::cpu::Int4x8>({mwp::Format::int4, G, ASYM}) })
+        .prepare = mwp::cpu::gemv_prepare<mwp::cpu::Int4x16, mwp::cpu::Int4x8>({mwp::Format::int4, G, ASYM}),    \
+        .contract_oracle = mwp::contract_oracle({mwp::Format::int4, G, ASYM}) })
 
 MW_GEMV_INT4(32, false, int4_g32_sym);
 MW_GEMV_INT4(64, false, int4_g64_sym);

@@ -59,4 +59,5 @@ MW_REGISTER_VARIANT(gemv_q_int8_channel_cpu, {
                  "a quarter of fp32's bytes",
     .needs = {"avx2"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes({mwp::Format::int8_channel}, s); },
-    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::I8x16, mwp::cpu::I8x8>({mwp::Format::int8_channel}) });
+    .prepare = mwp::cpu::gemv_prepare<mwp::cpu::I8x16, mwp::cpu::I8x8>({mwp::Format::int8_channel}),
+    .contract_oracle = mwp::contract_oracle({mwp::Format::int8_channel}) });

@@ -38,6 +38,13 @@
 
 #include "harness/registry.hpp"
 
+// chain_op is called from CUDA kernels too.
+#if defined(__CUDACC__)
+#define MW_FUSION_HD __host__ __device__
+#else
+#define MW_FUSION_HD
+#endif
+
 namespace mw::fusion {
 
 constexpr float kLnEps = 1e-5f;
@@ -59,7 +66,7 @@ void layernorm_ref(double* row, std::int64_t n, const float* gamma, const float*
 
 // The launch_chain's op k (0-based) applied to one value; shared by every
 // variant and the oracle so the chain is defined once.
-template <class T> inline T chain_op(int k, T v) {
+template <class T> MW_FUSION_HD inline T chain_op(int k, T v) {
     switch (k % 4) {
         case 0: return v * T(0.75) + T(0.25);
         case 1: return v * v * T(0.5) - T(0.125);

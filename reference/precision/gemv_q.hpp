@@ -33,4 +33,9 @@ double gemv_bytes(const QuantSpec& q, const Shape& s);
 // The fp64 contract oracle of a quantized variant: y = dequant(W) x.
 std::vector<double> dequant_oracle(const QMatrix& m, const float* x, std::int64_t b);
 
+// The same, as a Variant::contract_oracle: quantizes the problem's W as `q`
+// (deterministic, the same bits the variant's prepare() produces) and
+// returns y = dequant(W) x for every batch item.
+std::function<std::vector<std::vector<double>>(const Problem&)> contract_oracle(QuantSpec q);
+
 }  // namespace mw::precision

@@ -101,7 +101,8 @@ TEST(LessonPlaceholders, Arithmetic) {
     EXPECT_DOUBLE_EQ(num(evaluate("max(ceiling:dram_gbps, 4)", c)), 10.0);
     // The one-thread sweep point at or above the working set.
     EXPECT_DOUBLE_EQ(num(evaluate("bw1(16384)", c)), 200.0);
-    EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 512 * 512)", c)), 10.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 512 * 512)", c)), 70.0);  // exactly 1 MiB
+    EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 1024 * 1024)", c)), 10.0);
     EXPECT_DOUBLE_EQ(num(evaluate("bw1(4 * 256 * 256)", c)), 70.0);
 }
 

@@ -1,0 +1,261 @@
+// `memwall grade` cannot be fooled: every negative control in submissions/
+// loses its points for the right reason, a correct naive submission passes
+// correctness with a low speed score, and the reference solutions (the
+// project's own optimized code) get full marks. Usage errors exit 2.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSource = MEMWALL_TEST_SOURCE_DIR;
+const std::string kControls = MEMWALL_GRADE_SUBMISSIONS;
+const std::string kExercise = kSource + "/levels/01-vectorization/exercise";
+
+struct GradeRun {
+    int status = -1;
+    std::string output;  // stdout + stderr
+    json doc;            // the report, when one was written
+};
+
+int counter = 0;
+
+// memwall grade 01 <args> --format <format> --out <tmp>; the report is parsed.
+GradeRun grade(const std::string& args, const std::string& format = "json", const std::string& env = "") {
+    const fs::path out = fs::temp_directory_path() /
+                         ("memwall-grade-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
+    const std::string cmd = env + " " + MEMWALL_BIN + " grade 01 " + args + " --format " + format + " --out " +
+                            out.string() + " 2>&1";
+    GradeRun r;
+    std::array<char, 512> buf{};
+    FILE* p = popen(cmd.c_str(), "r");
+    while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (fs::exists(out)) {
+        std::ifstream in(out);
+        if (format == "text") r.output += std::string(std::istreambuf_iterator<char>(in), {});
+        else r.doc = json::parse(in);
+        fs::remove(out);
+    }
+    return r;
+}
+
+std::string control(const std::string& name) { return "--submission " + kControls + "/" + name; }
+
+const json* find_test(const json& doc, const std::string& prefix) {
+    for (auto& t : doc["tests"])
+        if (t["name"].get<std::string>().rfind(prefix, 0) == 0) return &t;
+    return nullptr;
+}
+
+double points(const json& doc, const std::string& kind) {
+    double s = 0;
+    for (auto& t : doc["tests"])
+        if (t["kind"] == kind) s += t["score"].get<double>();
+    return s;
+}
+
+// Every failure message, for "rejected for the right reason" checks.
+std::string failures(const json& doc) {
+    std::string s;
+    for (auto& t : doc["tests"])
+        if (!t["passed"].get<bool>()) s += t["output"].get<std::string>() + "\n";
+    return s;
+}
+
+// --- CPU negative controls -----------------------------------------------------
+
+struct Control {
+    std::string file;
+    std::string reason;  // must appear in a failure message
+    double max_points;   // the most it may score (square-only code passes the square shapes)
+    std::string extra = "";
+};
+
+void PrintTo(const Control& c, std::ostream* os) { *os << c.file; }
+
+class GradeRejects : public testing::TestWithParam<Control> {};
+
+TEST_P(GradeRejects, LosesItsPointsForTheRightReason) {
+    const Control& c = GetParam();
+    const GradeRun r = grade(control(c.file) + " --seed 11 " + c.extra);
+    ASSERT_EQ(r.status, 0) << r.output;  // graded, however badly
+    ASSERT_TRUE(r.doc.is_object()) << r.output;
+    EXPECT_LE(r.doc["score"].get<double>(), c.max_points) << r.doc.dump(2);
+    EXPECT_EQ(points(r.doc, "speed"), 0) << "no speed credit without full correctness";
+    EXPECT_NE(failures(r.doc).find(c.reason), std::string::npos)
+        << "expected a failure mentioning '" << c.reason << "', got:\n" << failures(r.doc);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Controls, GradeRejects,
+    testing::Values(Control{"wrong_k.cpp", "elements outside", 0},
+                    Control{"zeros.cpp", "expected", 0},
+                    Control{"partial.cpp", "NaN/Inf", 0},
+                    // Right on the first call of every shape, wrong on the second.
+                    Control{"cached.cpp", "call 2 of 2", 0},
+                    Control{"mutates_input.cpp", "wrote into its input A", 0},
+                    Control{"segfault.cpp", "SIGSEGV", 0},
+                    // Square shapes (1, 7) pass; the others crash, and it says why.
+                    Control{"aborts.cpp", "only square matrices", 20},
+                    Control{"endless.cpp", "timed out after", 0, "--time-limit 2"},
+                    Control{"fp16_accumulate.cpp", "elements outside", 0},
+                    Control{"compile_error.cpp", "undeclared_bias", 0}),
+    [](const testing::TestParamInfo<Control>& i) { return fs::path(i.param.file).stem().string(); });
+
+TEST(Grade, CrashesAreNamed) {
+    const GradeRun r = grade(control("aborts.cpp") + " --seed 11");
+    EXPECT_NE(failures(r.doc).find("SIGABRT"), std::string::npos) << failures(r.doc);
+    EXPECT_TRUE((*find_test(r.doc, "correctness m=7,n=7,k=7"))["passed"].get<bool>()) << "a crash costs only its shape";
+}
+
+TEST(Grade, CompileErrorIsAZeroNotACrash) {
+    const GradeRun r = grade(control("compile_error.cpp") + " --seed 1");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_FALSE(r.doc["build"]["ok"].get<bool>());
+    EXPECT_NE(r.doc["build"]["log"].get<std::string>().find("compile_error.cpp:4"), std::string::npos)
+        << "the compiler's message names the student's file and line:\n" << r.doc["build"]["log"];
+    EXPECT_EQ(r.doc["score"].get<double>(), 0);
+}
+
+TEST(Grade, EndlessLoopIsKilledAtTheLimit) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const GradeRun r = grade(control("endless.cpp") + " --seed 1 --time-limit 2");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.doc["score"].get<double>(), 0);
+    EXPECT_LT(s, 60) << "the 2 s limit must hold (compile time included)";
+    EXPECT_LE(r.doc["time_used_s"].get<double>(), 2.5);
+}
+
+// --- correct submissions -----------------------------------------------------------
+
+TEST(Grade, NaiveStubIsCorrectButSlow) {
+    const GradeRun r = grade("--submission " + kExercise + "/gemm_cpu.cpp --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr);
+    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
+    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5);
+}
+
+TEST(Grade, ReferenceSolutionGetsFullMarks) {
+    // The solution runs the very code of the reference variant, so its ratio
+    // is ~1; full credit starts at 0.75. A machine busy with other work can
+    // still spoil one measurement: up to three tries.
+    GradeRun r;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        r = grade("--submission " + kExercise + "/solutions/gemm_cpu_reference.cpp --seed " + std::to_string(attempt));
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
+        if (r.doc["score"].get<double>() == r.doc["max_score"].get<double>()) break;
+    }
+    EXPECT_EQ(r.doc["score"].get<double>(), 100) << (*find_test(r.doc, "speed"))["output"];
+}
+
+// --- CUDA exercise under cuda-emu -----------------------------------------------------
+
+TEST(GradeCudaEmu, ReferenceSolutionIsCorrectSpeedNotGraded) {
+    const GradeRun r = grade("--submission " + kExercise + "/solutions/gemm_cuda_reference.cu --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "gemm-cuda");
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+    EXPECT_EQ(r.doc["max_score"].get<double>(), 60) << "speed points need a real GPU";
+    EXPECT_NE(r.doc["notes"].dump().find("not graded under cuda-emu"), std::string::npos);
+}
+
+TEST(GradeCudaEmu, MissingBoundsGuardFails) {
+    const GradeRun r = grade(control("cuda_no_bounds_guard.cu") + " --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+}
+
+TEST(GradeCudaEmu, MissingSyncthreadsFails) {
+    const GradeRun r = grade(control("cuda_missing_sync.cu") + " --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+    EXPECT_NE(failures(r.doc).find("NaN"), std::string::npos) << "shared memory read before written is poison";
+}
+
+// --- seeds and formats ------------------------------------------------------------------
+
+TEST(Grade, SameSeedSameInputsOtherSeedOtherInputs) {
+    const GradeRun a = grade(control("wrong_k.cpp") + " --seed 7"), b = grade(control("wrong_k.cpp") + " --seed 7"),
+              c = grade(control("wrong_k.cpp") + " --seed 8");
+    EXPECT_EQ(failures(a.doc), failures(b.doc));
+    EXPECT_NE(failures(a.doc), failures(c.doc));
+    EXPECT_EQ(a.doc["seed"]["value"], 7);
+}
+
+TEST(Grade, SecretSeedIsNeverPrinted) {
+    const fs::path secret = fs::temp_directory_path() / ("memwall-secret-" + std::to_string(getpid()));
+    std::ofstream(secret) << "918273645\n";
+    const GradeRun f = grade(control("zeros.cpp") + " --secret-seed-file " + secret.string(), "text");
+    fs::remove(secret);
+    const GradeRun e = grade(control("zeros.cpp"), "json", "MEMWALL_GRADE_SECRET=918273645");
+    EXPECT_EQ(f.status, 0) << f.output;
+    EXPECT_NE(f.output.find("seed: secret"), std::string::npos) << f.output;
+    EXPECT_EQ(f.output.find("918273645"), std::string::npos) << f.output;
+    EXPECT_EQ(e.doc["seed"]["kind"], "secret");
+    EXPECT_FALSE(e.doc["seed"].contains("value"));
+    EXPECT_EQ(e.doc.dump().find("918273645"), std::string::npos);
+    const GradeRun random = grade(control("zeros.cpp"));
+    EXPECT_EQ(random.doc["seed"]["kind"], "random");
+    EXPECT_TRUE(random.doc["seed"].contains("value")) << "a random seed is printed, so the run can be repeated";
+}
+
+TEST(Grade, GradescopeResults) {
+    const GradeRun r = grade(control("aborts.cpp") + " --seed 2", "gradescope");
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(r.doc.contains("score") && r.doc.contains("tests") && r.doc.contains("output")) << r.doc.dump(2);
+    double sum = 0, max = 0;
+    for (auto& t : r.doc["tests"]) {
+        for (const char* k : {"name", "score", "max_score", "output", "visibility", "status"})
+            EXPECT_TRUE(t.contains(k)) << k << " missing in " << t.dump();
+        sum += t["score"].get<double>(), max += t["max_score"].get<double>();
+    }
+    EXPECT_DOUBLE_EQ(r.doc["score"].get<double>(), sum);
+    EXPECT_DOUBLE_EQ(r.doc["max_score"].get<double>(), max);
+    EXPECT_EQ(r.doc["score"].get<double>(), 20);
+}
+
+// --- usage errors: exit 2, naming the valid choices ------------------------------------
+
+TEST(Grade, UsageErrors) {
+    const std::string ok = "--submission " + kControls + "/zeros.cpp";
+    auto run = [](const std::string& args) {
+        GradeRun r;
+        std::array<char, 512> buf{};
+        FILE* p = popen((std::string(MEMWALL_BIN) + " grade " + args + " 2>&1").c_str(), "r");
+        while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+        const int st = pclose(p);
+        r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return r;
+    };
+    for (auto [args, mention] : std::vector<std::pair<std::string, std::string>>{
+             {"99-nothing " + ok, "01-vectorization"},
+             {"01 " + ok + " --exercise nope", "gemm-cpu, gemm-cuda"},
+             {"01 " + ok + " --backend tpu", "cuda-emu"},
+             {"01 " + ok + " --exercise gemm-cpu --backend cuda-emu", "valid backends: cpu"},
+             {"01 " + ok + " --format pdf", "text, json, gradescope"},
+             {"01 --submission /nonexistent/x.cpp", "/nonexistent/x.cpp"},
+             {"vectorization " + ok + " --seed abc", "--seed"}}) {
+        const GradeRun r = run(args);
+        EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+        EXPECT_NE(r.output.find(mention), std::string::npos) << args << "\n" << r.output;
+    }
+}
+
+}  // namespace

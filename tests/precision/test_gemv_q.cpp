@@ -1,0 +1,157 @@
+// Every gemv_q variant, odd shapes first (1, 7, 33, 127, 129), against
+//   1. the op's oracle with the op's (lossy envelope) check, via check_variant;
+//   2. its own contract: y = dequant(W) x in fp64, with the fp32 tolerance of
+//      a length-n_in reduction (tight: only the summation order differs);
+//   3. the bound derived from the quantization step:
+//        |y_i - (W x)_i| <= sum_j |x_j| * bound(w_ij) + fp32 rounding.
+// CPU variants also run with MEMWALL_ISA=avx2. CUDA variants are SKIPPED
+// without a GPU; cuda-emu ones run small shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "harness/check.hpp"
+#include "harness/gpu.hpp"
+#include "harness/registry.hpp"
+#include "harness/runner.hpp"
+#include "reference/precision/gemv_q.hpp"
+
+namespace {
+
+using mw::precision::Format;
+using mw::precision::QuantSpec;
+
+// The format a variant stores W in, from its name.
+QuantSpec spec_of(const std::string& name) {
+    if (name == "naive" || name == "fp32") return {Format::f32};
+    if (name == "bf16" || name.rfind("cublas_bf16", 0) == 0) return {Format::bf16};
+    if (name == "fp16" || name.rfind("cublas_fp16", 0) == 0) return {Format::f16};
+    if (name.rfind("int8_channel", 0) == 0) return {Format::int8_channel};
+    for (int g : {32, 64, 128})
+        for (bool asym : {false, true})
+            if (name == "int4_g" + std::to_string(g) + (asym ? "_asym" : "_sym")) return {Format::int4, g, asym};
+    ADD_FAILURE() << "no weight format known for variant " << name;
+    return {Format::f32};
+}
+
+struct Case {
+    const mw::Variant* variant;
+    mw::Shape shape;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.variant->name << " at " << c.shape.str(); }
+
+mw::Shape shape(std::int64_t n_out, std::int64_t n_in, std::int64_t b) {
+    return {{{"n_out", n_out}, {"n_in", n_in}, {"b", b}}};
+}
+
+std::vector<mw::Shape> shapes(bool big) {
+    std::vector<mw::Shape> s;
+    for (int n : {1, 7, 33, 127, 129}) s.push_back(shape(n, n, 1));
+    s.push_back(shape(33, 129, 3));   // n_in not a multiple of any group
+    s.push_back(shape(7, 200, 5));    // partial last group for G = 64, 128
+    s.push_back(shape(65, 256, 8));   // two full batch blocks
+    if (big) s.push_back(shape(300, 1000, 2));
+    return s;
+}
+
+std::vector<Case> cases(mw::Backend b) {
+    std::vector<Case> out;
+    for (auto* v : mw::variants_of("gemv_q", b))
+        for (auto& s : shapes(b == mw::Backend::cpu)) out.push_back({v, s});
+    return out;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+    const auto& s = info.param.shape;
+    return info.param.variant->name + "_o" + std::to_string(s["n_out"]) + "_i" + std::to_string(s["n_in"]) + "_b" +
+           std::to_string(s["b"]);
+}
+
+void check_case(const Case& c) {
+    std::string why;
+    if (!mw::runnable_here(*c.variant, &why)) GTEST_SKIP() << c.variant->name << ": " << why;
+    const mw::Op* op = mw::find_op("gemv_q");
+    mw::Problem p = op->make_problem(c.shape, mw::DType::f32, 20261122);
+    const auto oracle = op->oracle(p);
+    auto r = mw::check_variant(*op, *c.variant, p, oracle);
+    ASSERT_TRUE(r.correct) << r.message;
+
+    const auto n_out = c.shape["n_out"], n_in = c.shape["n_in"], b = c.shape["b"];
+    const float* W = p.in("W").as<float>();
+    const float* x = p.in("x").as<float>();
+    const mw::precision::QMatrix m = mw::precision::quantize(spec_of(c.variant->name), W, n_out, n_in);
+    // 2. the contract oracle, with the standard fp32 tolerance.
+    const auto contract = mw::precision::dequant_oracle(m, x, b);
+    auto cr = mw::check_close(p.out("y"), contract, mw::DType::f32, double(n_in));
+    EXPECT_TRUE(cr.ok) << "vs y = dequant(W) x: " << cr.message;
+    // 3. the bound from the quantization step (plus fp32 accumulation error).
+    const float* y = p.out("y").as<float>();
+    for (std::int64_t bb = 0; bb < b; ++bb)
+        for (std::int64_t i = 0; i < n_out; ++i) {
+            double bound = 0, mag = 0;
+            for (std::int64_t j = 0; j < n_in; ++j) {
+                const double xj = std::fabs(x[bb * n_in + j]);
+                bound += xj * mw::precision::error_bound_at(m, i, j, W[i * n_in + j]);
+                mag += xj * std::fabs(W[i * n_in + j]);
+            }
+            bound += 4 * 0x1.0p-24 * std::sqrt(double(n_in)) * mag + 1e-30;
+            EXPECT_LE(std::fabs(y[bb * n_out + i] - oracle[0][bb * n_out + i]), bound)
+                << "y[" << bb << "][" << i << "] outside the quantization bound";
+        }
+}
+
+class GemvQCpu : public testing::TestWithParam<Case> {};
+TEST_P(GemvQCpu, MatchesContractAndBound) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Variants, GemvQCpu, testing::ValuesIn(cases(mw::Backend::cpu)), case_name);
+
+class GemvQCuda : public testing::TestWithParam<Case> {};
+TEST_P(GemvQCuda, MatchesContractAndBound) {
+    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
+    check_case(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Variants, GemvQCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GemvQCuda);
+
+class GemvQEmu : public testing::TestWithParam<Case> {};
+TEST_P(GemvQEmu, MatchesContractAndBound) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Variants, GemvQEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GemvQEmu);
+
+TEST(GemvQCpuIsa, Avx2FallbackMatchesContract) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
+    setenv("MEMWALL_ISA", "avx2", 1);
+    for (auto* v : mw::variants_of("gemv_q", mw::Backend::cpu))
+        for (auto& s : shapes(false)) check_case({v, s});
+    unsetenv("MEMWALL_ISA");
+}
+
+// A zero output must fail the op's lossy envelope check (the norm floor).
+TEST(GemvQCheck, EnvelopeRejectsZeros) {
+    const mw::Op* op = mw::find_op("gemv_q");
+    mw::Problem p = op->make_problem(shape(64, 256, 2), mw::DType::f32, 7);
+    const auto oracle = op->oracle(p);
+    auto& y = p.out("y");
+    for (auto& v : y.span<float>()) v = 0;
+    EXPECT_FALSE(mw::check_problem(*op, p, oracle).ok);
+}
+
+// An error of a quarter int4 step per weight (a slightly wrong decode) must fail
+// the contract check even though the envelope would let it through.
+TEST(GemvQCheck, ContractCatchesOffByOneDecode) {
+    const mw::Op* op = mw::find_op("gemv_q");
+    const auto s = shape(64, 256, 1);
+    mw::Problem p = op->make_problem(s, mw::DType::f32, 7);
+    const mw::precision::QMatrix m = mw::precision::quantize({Format::int4, 64, false}, p.in("W").as<float>(), 64, 256);
+    const float* x = p.in("x").as<float>();
+    auto contract = mw::precision::dequant_oracle(m, x, 1);
+    float* y = p.out("y").as<float>();
+    for (std::int64_t i = 0; i < 64; ++i) {
+        double shift = 0;
+        for (std::int64_t j = 0; j < 256; ++j) shift += 0.5 * mw::precision::error_bound_at(m, i, j, 0) * x[j];
+        y[i] = float(contract[i] + shift);
+    }
+    EXPECT_FALSE(mw::check_close(p.out("y"), contract, mw::DType::f32, 256).ok);
+}
+
+}  // namespace
