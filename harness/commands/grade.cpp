@@ -57,6 +57,7 @@ namespace {
 constexpr int kCallsPerShape = 2;
 constexpr double kCompileLimitS = 180;
 constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stopping may start
+constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
 constexpr int kMinRounds = 2, kMaxRounds = 30;
 constexpr int kBurst = 3;  // calls per side and round
 
@@ -415,7 +416,7 @@ Session reference_session(const Session& sub, const Op& op, const Variant& ref, 
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec) throw std::runtime_error("cannot find the memwall executable: " + ec.message());
     Session r;
-    r.argv = {self.string(), "grade_worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
+    r.argv = {self.string(), "grade-worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
     r.tmp = sub.tmp;
     r.limits = {.wall_s = 600, .memory_mb = 0};
     r.budget_left = r.limits.wall_s;
@@ -514,7 +515,9 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
     // Stop when both bests are confirmed (a second round within 10%: one
     // lucky or unlucky sample doesn't decide the score) and the time budget
     // is spent, or at the round limit.
-    auto settled = [&] { return confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS; };
+    auto settled = [&] {
+        return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
+    };
     for (; rounds < kMaxRounds && (rounds < kMinRounds || !settled()); ++rounds) {
         // A round: a burst of calls from each side on the same fresh inputs,
         // the side that goes first alternating. Within a burst a side's

@@ -1,4 +1,4 @@
-// `memwall grade_worker --op OP --variant V --backend B` (hidden): the
+// `memwall grade-worker --op OP --variant V --backend B` (hidden): the
 // reference side of `memwall grade`'s timing. It speaks the same protocol as
 // the submission's worker (grade_protocol.hpp) and runs a registered variant
 // on the buffers in the shared mapping, so that the reference and the
@@ -63,9 +63,9 @@ int run_reference_worker(const std::string& op_name, const std::string& variant,
     const Variant* v = nullptr;
     for (auto* c : variants_of(op_name, b))
         if (op && b && c->name == variant) v = c;
-    if (!v) throw UsageError("grade_worker: no variant '" + variant + "' of op '" + op_name + "' on " + backend);
+    if (!v) throw UsageError("grade-worker: no variant '" + variant + "' of op '" + op_name + "' on " + backend);
     struct stat st {};
-    if (fstat(kShmFd, &st) != 0) throw UsageError("grade_worker runs under memwall grade only");
+    if (fstat(kShmFd, &st) != 0) throw UsageError("grade-worker runs under memwall grade only");
     auto* base = static_cast<unsigned char*>(
         mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, kShmFd, 0));
     if (base == MAP_FAILED) return 3;
@@ -97,8 +97,8 @@ int run_reference_worker(const std::string& op_name, const std::string& variant,
 
 }  // namespace mw::grade
 
-MW_REGISTER_COMMAND(grade_worker, [](CLI::App& app) -> mw::CommandAction {
-    auto* sub = app.add_subcommand("grade_worker", "The reference side of memwall grade's timing (internal)");
+MW_REGISTER_COMMAND_NAMED(grade_worker, "grade-worker", [](CLI::App& app) -> mw::CommandAction {
+    auto* sub = app.add_subcommand("grade-worker", "The reference side of memwall grade's timing (internal)");
     sub->group("");  // hidden from --help
     auto op = std::make_shared<std::string>(), variant = std::make_shared<std::string>(),
          backend = std::make_shared<std::string>("cpu");
