@@ -117,6 +117,8 @@ struct Op {
     // Optional validation beyond "axes present and positive"; returns an
     // error message naming the bad value, or empty.
     std::function<std::string(const Shape&)> validate;
+    // Axes that are switches rather than sizes (e.g. "causal"): 0 is allowed.
+    std::vector<std::string> flag_axes;
 };
 
 // What a variant hands the harness after preparing a problem: the timed call,

@@ -36,7 +36,8 @@ int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()
 
 }  // namespace
 
-Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes) {
+Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes,
+                  const std::vector<std::string>& flag_axes) {
     Shape s = base;
     std::istringstream in(text);
     std::string part;
@@ -57,8 +58,9 @@ Shape parse_shape(const std::string& text, const Shape& base, const std::vector<
         }
         if (used == 0 || used != value.size())
             throw UsageError("malformed shape value '" + value + "' for axis '" + axis + "': expected a positive integer");
-        if (v <= 0)
-            throw UsageError("shape axis '" + axis + "' must be positive, got " + value);
+        const bool is_flag = std::find(flag_axes.begin(), flag_axes.end(), axis) != flag_axes.end();
+        if (v < 0 || (v == 0 && !is_flag))
+            throw UsageError("shape axis '" + axis + "' must be " + (is_flag ? "0 or more" : "positive") + ", got " + value);
         if (v > (1ll << 31))
             throw UsageError("shape axis '" + axis + "' = " + value + " is too large (at most 2^31)");
         s.axes[axis] = v;
@@ -125,7 +127,7 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
             shapes.push_back(req.quick ? op->quick_shape : op->default_shape);
         } else {
             for (auto& text : req.shapes) {
-                Shape s = parse_shape(text, req.quick ? op->quick_shape : op->default_shape, op->axes);
+                Shape s = parse_shape(text, req.quick ? op->quick_shape : op->default_shape, op->axes, op->flag_axes);
                 if (op->validate) {
                     auto err = op->validate(s);
                     if (!err.empty()) throw UsageError(err);

@@ -49,7 +49,9 @@ std::vector<RunPlan> plan_runs(const RunRequest& req);
 
 // Parses "m=1024,n=7" (positive integers) onto `base`, checking axis names
 // against `axes`. Throws UsageError naming the bad part.
-Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes);
+// Axes in `flag_axes` may be 0 (switches such as causal=0/1).
+Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes,
+                  const std::vector<std::string>& flag_axes = {});
 
 // Runs the plans; progress lines go to `progress`. Returns the results doc.
 nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,

@@ -162,6 +162,7 @@ MW_REGISTER_OP(attention, {
     .check = {.reduction_length = [](const mw::Shape& s) { return double(std::max(s["s"], s["d"])); },
               .baseline_factor = 2.0},
     .validate = mw::fusion::validate,
+    .flag_axes = {"causal"},
 });
 
 MW_REGISTER_VARIANT(attention_naive_cpu, {

@@ -68,6 +68,15 @@ TEST(Registry, BadShapesAreRefused) {
     EXPECT_EQ(s["k"], 129);
 }
 
+TEST(Registry, FlagAxesMayBeZeroButNotNegative) {
+    const std::vector<std::string> axes = {"s", "causal"};
+    mw::Shape base{{{"s", 4}, {"causal", 1}}};
+    EXPECT_EQ(mw::parse_shape("causal=0", base, axes, {"causal"})["causal"], 0);
+    EXPECT_THROW(mw::parse_shape("causal=-1", base, axes, {"causal"}), mw::UsageError);
+    EXPECT_THROW(mw::parse_shape("s=0", base, axes, {"causal"}), mw::UsageError);
+    EXPECT_THROW(mw::parse_shape("causal=0", base, axes), mw::UsageError);  // not declared a flag
+}
+
 TEST(Registry, UnsupportedDtypeIsRefused) {
     mw::RunRequest req;
     req.targets = {"gemm"};
