@@ -10,5 +10,5 @@ ctest --preset release -j "$(nproc)" --timeout 600
 
 echo "== cuda-emu under AddressSanitizer"
 cmake --preset asan >/dev/null
-cmake --build --preset asan -j "$(nproc)" --target test_emu test_vectorization
+cmake --build --preset asan -j "$(nproc)" --target test_emu test_vectorization test_fusion
 ctest --preset asan -j "$(nproc)" --timeout 600 -R "Emu"
