@@ -7,10 +7,10 @@
 
 namespace {
 
-// Debian's OpenBLAS 0.3.21 does not know recent Xeons (family 6, model 143
-// and later): it falls back to its SSE3 "Prescott" kernels, 6-8x slower than
-// its AVX-512 ones, which would make the vendor rung a straw man. The core
-// type is read once, when the library loads, so when the user has not chosen
+// Debian's OpenBLAS 0.3.21 does not know recent Xeons (this project's
+// machine, family 6 model 207, among them): it falls back to its SSE3
+// "Prescott" kernels, several times slower than its AVX-512 ones, which would
+// make the vendor rung a straw man. The core type is read once, when the library loads, so when the user has not chosen
 // one we pick it from the CPU's features and re-execute ourselves.
 // MEMWALL_OPENBLAS_CORETYPE=keep leaves OpenBLAS to its own detection.
 void choose_openblas_core(char** argv) {
