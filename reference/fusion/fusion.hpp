@@ -14,6 +14,8 @@
 //     reference/fusion/softmax.cpp           0 three sweeps: max, sum of exp, normalize
 //     optimized/fusion/softmax_online.cpp    1 online max+sum: two sweeps
 //     optimized/fusion/softmax_row_fused.cpp 2 both sweeps on a row while it is in L1
+//     reference/fusion/softmax.cu            0 three kernels: max, sum of exp, normalize
+//     optimized/fusion/softmax_online.cu     1 one kernel: online max+sum merged across the block
 //   softmax_v     O = softmax(X) V  (softmax fused into its consumer)
 //     reference/fusion/softmax_v.cpp         0 softmax to P, then P V
 //     optimized/fusion/softmax_v_fused.cpp   1 online softmax streamed into the P V accumulation

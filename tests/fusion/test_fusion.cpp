@@ -37,6 +37,15 @@ std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
         for (int n : {1, 7, 33, 127, 129}) s.push_back(shape({{"rows", n}, {c, n}}));
         s.push_back(shape({{"rows", 3}, {c, emu ? 1000 : 4096}}));
         if (!emu) s.push_back(shape({{"rows", 65}, {c, 3001}}));
+    } else if (op == "softmax_v") {
+        auto add = [&](int r, int c, int d) { s.push_back(shape({{"rows", r}, {"cols", c}, {"d", d}})); };
+        for (int n : {1, 7, 33}) add(n, n, n);
+        add(127, 129, 64);
+        add(129, 127, 33);
+        if (!emu) {
+            add(200, 1000, 64);  // several KC slices, an MC block and a partial one
+            add(97, 300, 129);   // d past four NR panels
+        }
     } else if (op == "launch_chain") {
         for (int n : {1, 7, 33, 127, 129}) s.push_back(shape({{"n", n}, {"ops", 16}}));
         s.push_back(shape({{"n", 1000}, {"ops", 1}}));
@@ -66,7 +75,7 @@ std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
     return s;
 }
 
-const std::vector<std::string> kOps = {"bias_gelu_ln", "softmax", "launch_chain", "ln_gelu", "attention"};
+const std::vector<std::string> kOps = {"bias_gelu_ln", "softmax", "softmax_v", "launch_chain", "ln_gelu", "attention"};
 
 std::vector<Case> cases(mw::Backend b) {
     std::vector<Case> out;
@@ -182,6 +191,21 @@ TEST(FusionMemory, TiledAttentionPeakFarBelowMaterialized) {
     // Two s x s fp32 buffers = 8 MiB at s = 1024.
     EXPECT_GE(naive, 2u * 1024 * 1024 * 4);
     if (tiled) EXPECT_LT(tiled * 20, naive) << "tiled " << tiled << " bytes vs naive " << naive;
+}
+
+// Softmax fused into its consumer: P (rows x cols) never exists in full.
+TEST(FusionMemory, FusedSoftmaxVNeverHoldsP) {
+    const mw::Shape s = shape({{"rows", 512}, {"cols", 2048}, {"d", 64}});
+    Fixture& f = fixture_for("softmax_v", s);
+    std::size_t unfused = 0, fused = 0;
+    for (auto* v : mw::variants_of("softmax_v", mw::Backend::cpu)) {
+        if (!mw::runnable_here(*v)) continue;
+        if (v->name == "unfused") unfused = peak_extra(*v, f);
+        if (v->name == "fused") fused = peak_extra(*v, f);
+    }
+    if (!unfused) GTEST_SKIP() << "softmax_v needs AVX2";
+    EXPECT_GE(unfused, 512u * 2048 * 4);  // P itself: 4 MiB
+    EXPECT_LT(fused * 4, unfused) << "fused " << fused << " bytes vs unfused " << unfused;
 }
 
 }  // namespace
