@@ -137,6 +137,8 @@ int cli_main(int argc, char** argv) {
     run->add_option("--threads", threads, "CPU threads (default: all hardware threads)");
     run->add_flag("--quick", req.quick, "Small shapes and short timing (smoke runs)");
     run->add_flag("--cold", req.cold, "Evict caches before every timed call");
+    run->add_flag("--skip-naive", req.skip_naive,
+                  "Run the naive rung only if named with --variant (no 'vs naive' speedups then)");
     run->add_option("--seed", req.seed, "Seed of the generated inputs")->default_val(42);
     run->add_option("--budget", req.timing.budget_s, "Seconds of timed calls per variant")->default_val(3.0);
     run->add_option("--out", out_path, "Write results JSON here (and .md/.csv beside it)");

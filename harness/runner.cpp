@@ -108,8 +108,9 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
         for (auto* v : vs) {
             const bool picked = requested.empty() || requested.count(v->name);
             if (picked) matched.insert(v->name);
-            // The naive rung always runs: speedups are measured against it in this run.
-            if (picked || v->role == Role::reference) {
+            // The naive rung always runs (speedups are measured against it in
+            // this run), unless the request skips it.
+            if (picked || (v->role == Role::reference && !req.skip_naive)) {
                 if (std::find(v->dtypes.begin(), v->dtypes.end(), dtype) == v->dtypes.end()) {
                     if (requested.count(v->name)) {
                         std::vector<std::string> names;

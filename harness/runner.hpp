@@ -30,6 +30,7 @@ struct RunRequest {
     int threads = 0;                    // 0 = all hardware threads
     bool quick = false;
     bool cold = false;
+    bool skip_naive = false;            // the naive rung runs only if named in `variants`
     std::uint64_t seed = 42;
     TimingOptions timing;
     std::string command_line;           // recorded in the results

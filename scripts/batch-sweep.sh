@@ -7,22 +7,48 @@
 # writes its output, so both x (n_in) and y (n_out) fp32 rows are counted.
 # The plot marks where each format's I(B) crosses the ridge peak / bandwidth.
 #
-# usage: scripts/batch-sweep.sh [BUILD_DIR] [OUT_DIR]
-#   env: N (n_out = n_in, default 8192), THREADS (default 2),
-#        BW_GBS (default 19), PEAK_GFLOPS (default 286): the calibrated ceilings,
-#        BATCHES (default "1 2 4 8 16 32 64 128 256")
+# Every call runs cold (caches evicted before it, as in a decode step where
+# the other layers' weights have pushed this one out): at N = 18432 the fp32
+# weights are 1.27 GiB, over 4x a 300 MiB L3, and without eviction the
+# int4 weights (~0.18 GiB) would be served from that L3 instead of DRAM.
+#
+# usage: scripts/batch-sweep.sh [BUILD_DIR] [OUT_DIR] [CEILINGS_JSON]
+#   CEILINGS_JSON: from `memwall calibrate --out` (default
+#        results/<machine>/ceilings.json is not guessed: without it, BW_GBS
+#        and PEAK_GFLOPS must be set); its dram_gbps and all-thread fp32 peak
+#        draw the roof.
+#   env: N (n_out = n_in, default 18432), THREADS (default 2),
+#        BW_GBS, PEAK_GFLOPS (override the ceilings file),
+#        BATCHES (default "1 2 4 8 16 32 64 128 256"), BUDGET (s per variant, default 1)
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/batch-sweep}
-N=${N:-8192}
+ceilings=${3:-}
+N=${N:-18432}
 THREADS=${THREADS:-2}
-BW=${BW_GBS:-19}
-PEAK=${PEAK_GFLOPS:-286}
 BATCHES=${BATCHES:-"1 2 4 8 16 32 64 128 256"}
+BUDGET=${BUDGET:-1}
+if [[ -n "$ceilings" ]]; then
+  [[ -f "$ceilings" ]] || { echo "batch-sweep: ceilings file '$ceilings' not found" >&2; exit 2; }
+  read -r cbw cpeak < <(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["ceilings"]
+peak = max(p["gflops"] for p in c["peaks"] if p["dtype"] == "fp32")
+print(c["dram_gbps"], peak)' "$ceilings")
+  BW=${BW_GBS:-$cbw}
+  PEAK=${PEAK_GFLOPS:-$cpeak}
+  ceil_args=(--ceilings "$ceilings")
+else
+  [[ -n "${BW_GBS:-}" && -n "${PEAK_GFLOPS:-}" ]] || {
+    echo "batch-sweep: give a ceilings JSON (memwall calibrate --out FILE) or set BW_GBS and PEAK_GFLOPS" >&2; exit 2; }
+  BW=$BW_GBS
+  PEAK=$PEAK_GFLOPS
+  ceil_args=()
+fi
 mkdir -p "$out"
 shapes=()
 for b in $BATCHES; do shapes+=(--shape "n_out=$N,n_in=$N,b=$b"); done
-"$build/memwall" run gemv_q --threads "$THREADS" --variant fp32 --variant bf16 --variant int8_channel \
+"$build/memwall" run gemv_q --skip-naive --cold --budget "$BUDGET" "${ceil_args[@]}" --threads "$THREADS" --variant fp32 --variant bf16 --variant int8_channel \
   --variant int4_g64_sym "${shapes[@]}" --out "$out/gemv_q_sweep.json"
 
 # variant, b, gflops from the CSV the run wrote next to the JSON (the quoted
@@ -38,7 +64,7 @@ set output '$out/batch-sweep.png'
 set logscale xy 2
 set xlabel 'batch B'
 set ylabel 'GFLOP/s'
-set title sprintf('gemv\\_q n=%d, %d threads: measured vs min(peak, I(B) x BW), BW=%g GB/s, peak=%g GFLOP/s', $N, $THREADS, $BW, $PEAK)
+set title sprintf('gemv\\_q n=%d, %d threads, cold: measured vs min(peak, I(B) x BW), BW=%.1f GB/s, peak=%.0f GFLOP/s', $N, $THREADS, $BW, $PEAK)
 set key left top
 P = $N.0 * $N.0
 d = 2.0 * $N

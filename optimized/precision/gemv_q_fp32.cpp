@@ -2,13 +2,13 @@
 // (The whole ladder is listed in reference/precision/gemv_q.hpp.)
 //
 // Change from rung 0 (naive): the same fp32 bytes — 4 bytes per weight,
-// 256 MiB at n_out = n_in = 8192 — but read fast enough to hit the memory
+// 1.27 GiB at n_out = n_in = 18432 — but read fast enough to hit the memory
 // wall: 16-lane FMAs with two independent accumulators per batch item (a
 // single chain would cap a core at 16 floats per 4-cycle FMA latency), rows
 // dealt to every core in ~512 KiB sequential tiles the prefetcher can follow
 // (optimized/precision/gemv_q_cpu.hpp). Expected: bytes unchanged, time falls
-// to bytes / DRAM bandwidth, i.e. >= 70% of the calibrated ~19 GB/s
-// (~14 ms at the default shape). This is the baseline every lower-precision
+// to bytes / DRAM bandwidth, i.e. >= 70% of the calibrated ~22 GB/s
+// (~62 ms at the default shape). This is the baseline every lower-precision
 // rung divides: from here on only the bytes per weight change.
 #include "optimized/precision/gemv_q_cpu.hpp"
 

@@ -6,7 +6,7 @@
 //   bf16: the top half of an fp32 — widening is a zero-extend and a 16-bit
 //         shift (integer ops, no conversion unit);
 //   fp16: one vcvtph2ps per 16 weights (F16C / AVX-512F).
-// Expected effect: weight bytes halve, 2 * n_out * n_in (128 MiB at 8192^2),
+// Expected effect: weight bytes halve, 2 * n_out * n_in (648 MiB at 18432^2),
 // so a bandwidth-bound GEMV runs up to 2x faster than rung 1 (target >= 1.6x).
 // FLOPs are unchanged; the widening adds 1-2 integer ops per 16 weights, far
 // below what a core can issue while waiting on DRAM.

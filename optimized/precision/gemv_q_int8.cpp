@@ -7,7 +7,7 @@
 // sign-extend and an int-to-float convert per 16 weights; the scale is
 // applied once per row, to the finished dot product (rs in gemv_q_cpu.hpp),
 // not per weight. Weights only: x stays fp32 (a W8A16-style kernel).
-// Expected effect: weight bytes n_out * n_in + 4 * n_out (64 MiB at 8192^2,
+// Expected effect: weight bytes n_out * n_in + 4 * n_out (324 MiB at 18432^2,
 // 8.004 bits per weight), a quarter of fp32: up to 4x faster than rung 1
 // while bandwidth-bound; the convert adds 2 ops per 16 weights.
 // Numerics: |w - s q| <= s_row / 2 per weight (quant.hpp).

@@ -10,7 +10,7 @@
 //   optimized/precision/gemv_q_int4.cpp         4  int4 block-wise (G = 32/64/128, sym/asym): ~1/7
 // CUDA: reference/precision/gemv_q.cu (naive) and optimized/precision/gemv_q_*.cu.
 //
-// Run:   memwall run gemv_q                       (n_out = n_in = 8192, b = 1)
+// Run:   memwall run gemv_q --cold                (n_out = n_in = 18432, b = 1)
 //        scripts/batch-sweep.sh                   (b = 1..256 vs the decode-intensity formula)
 // Check: lossy. The op's check is the envelope of its loosest variant (see
 //        gemv_q.cpp); tests/precision checks each variant against its own
