@@ -4,8 +4,8 @@
 // half of attention (P V), on its own. This rung runs it as two ops, the
 // way a framework calls a softmax kernel and then a matmul:
 //   sweep 1  P = softmax(X), row by row (online stats, then normalize with
-//            streaming stores): read X, write P (rows x cols, 64 MiB at the
-//            default 4096 x 4096)
+//            streaming stores): read X, write P (rows x cols, 512 MiB at
+//            the default 32768 x 4096)
 //   GEMM     O = P V with the packed AVX-512 GEMM of the vectorization
 //            lever: read P back from DRAM, V (1 MiB, cached) once per block
 // Bytes: X + 2 P + V + O = 3 rows*cols*4 (+ small). Peak extra memory: P.
@@ -174,7 +174,10 @@ MW_REGISTER_OP(softmax_v, {
     .lever = "fusion",
     .summary = "O = softmax(X) V along X's rows (softmax fused into its consumer), fp32",
     .axes = {"rows", "cols", "d"},
-    .default_shape = {{{"rows", 4096}, {"cols", 4096}, {"d", 64}}},
+    // X and P are 512 MiB each: beyond a 300 MiB L3, so P's round trip is a
+    // DRAM round trip (at 4096 rows it would stay in such an L3 and the
+    // rungs would tie).
+    .default_shape = {{{"rows", 32768}, {"cols", 4096}, {"d", 64}}},
     .quick_shape = {{{"rows", 256}, {"cols", 1024}, {"d", 64}}},
     .dtypes = {mw::DType::f32},
     .flops = [](const mw::Shape& s) { return double(s["rows"]) * s["cols"] * (14.0 + 2.0 * s["d"]); },
