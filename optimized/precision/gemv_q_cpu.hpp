@@ -73,7 +73,15 @@ struct Args {
 };
 
 // --- the row loops, one per ISA ------------------------------------------------
+// Software prefetch distance along the weight stream (the next rows follow
+// contiguously within a tile). The decoding rungs spend several instructions
+// per weight byte, which leaves too few loads in flight for the hardware
+// prefetcher alone to cover DRAM latency; prefetching 4 KiB ahead lets their
+// reads overlap the decode. (fp32's loop is all loads: it hardly needs it.)
+constexpr std::int64_t kPrefetchBytes = 4096;
+
 // D: decoder, constructed per row, with
+//   const char* at(std::int64_t j)     // address of weight j's storage (prefetch)
 //   static constexpr bool grouped;     // scale/zero-point per group (int4)
 //   std::int64_t group;                // weights per group (multiple of 32)
 //   void decode(std::int64_t j, V w[]) // weights j..j+31 as fp32 vectors (zero past n_in)
@@ -100,6 +108,7 @@ MW_AVX512 void rows_avx512(const Args& a, std::int64_t r0, std::int64_t r1, std:
             for (int bb = 0; bb < NB; ++bb) ga[bb][0] = ga[bb][1] = _mm512_setzero_ps();
             const std::int64_t g1 = std::min(g0 + d.group, a.ldx);
             for (std::int64_t j = g0; j < g1; j += 32) {
+                __builtin_prefetch(d.at(j) + kPrefetchBytes, 0, 3);
                 __m512 w[2];
                 d.decode(j, w);
                 for (int bb = 0; bb < NB; ++bb) {
@@ -135,6 +144,7 @@ MW_AVX2 void rows_avx2(const Args& a, std::int64_t r0, std::int64_t r1, std::int
             for (int bb = 0; bb < NB; ++bb) ga[bb][0] = ga[bb][1] = _mm256_setzero_ps();
             const std::int64_t g1 = std::min(g0 + d.group, a.ldx);
             for (std::int64_t j = g0; j < g1; j += 32) {
+                __builtin_prefetch(d.at(j) + kPrefetchBytes, 0, 3);
                 __m256 w[4];
                 d.decode(j, w);
                 for (int bb = 0; bb < NB; ++bb) {

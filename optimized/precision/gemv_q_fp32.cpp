@@ -18,6 +18,7 @@ namespace {
 // fp32 needs no decode: load. The last chunk of a row whose length is not a
 // multiple of 32 is masked (W is the problem's own, unpadded buffer).
 struct F32x16 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const float* row;
     std::int64_t n, group;
@@ -39,6 +40,7 @@ struct F32x16 {
 };
 
 struct F32x8 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const float* row;
     std::int64_t n, group;

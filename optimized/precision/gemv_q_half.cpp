@@ -18,6 +18,7 @@ namespace {
 
 template <bool BF16>
 struct Half16 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const std::uint16_t* row;
     std::int64_t group;
@@ -36,6 +37,7 @@ struct Half16 {
 
 template <bool BF16>
 struct Half8 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const std::uint16_t* row;
     std::int64_t group;

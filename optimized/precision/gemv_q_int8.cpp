@@ -17,6 +17,7 @@ namespace mw::precision::cpu {
 namespace {
 
 struct I8x16 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const std::int8_t* row;
     std::int64_t group;
@@ -33,6 +34,7 @@ struct I8x16 {
 };
 
 struct I8x8 {
+    const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j); }
     static constexpr bool grouped = false;
     const std::int8_t* row;
     std::int64_t group;
