@@ -18,7 +18,7 @@ struct TimingOptions {
     double budget_s = 3.0;          // target total timed time per variant
     double min_sample_s = 0.02;     // batch calls until one sample lasts this long
     int min_samples = 5;
-    int max_samples = 30;
+    int max_samples = 100;   // best-of-N needs a window long enough to outlast a noisy neighbour
     bool cold = false;              // evict caches before every call
     double estimate_s = 0;          // time of one call if known (from the check run)
 };
