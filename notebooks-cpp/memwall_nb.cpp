@@ -93,6 +93,7 @@ Step run_step(const std::string& level, int step, bool quick) {
     const auto& s = doc.at("steps").at(0);
     Step out;
     out.index = step;
+    out.op = s.value("op", "");
     out.variant = s.value("variant", "");
     out.title = s.value("title", "");
     out.shape = s.value("shape", "");
@@ -154,14 +155,21 @@ nlohmann::json mime_bundle_repr(const Image& img) {
 }
 
 void print_table(const std::vector<Step>& steps) {
-    std::printf("%-4s %-12s %10s %10s %10s %9s %8s  %s\n", "step", "variant", "predicted", "measured", "recorded",
+    bool several = false;
+    for (const auto& s : steps) several = several || s.op != steps.front().op;
+    const int w = several ? 30 : 12;
+    std::printf("%-4s %-*s %10s %10s %10s %9s %8s  %s\n", "step", w, "variant", "predicted", "measured", "recorded",
                 "x naive", "of roof", "bound");
     for (const auto& s : steps)
-        std::printf("%-4d %-12s %10.3g %10.3g %10.3g %9.3g %7.0f%%  %s\n", s.index, s.variant.c_str(),
-                    s.predicted_gflops, s.measured_gflops, s.recorded_gflops, s.speedup_vs_naive,
-                    100 * s.fraction_of_roof, s.bound.c_str());
-    std::printf("(GFLOP/s; measured now at %s, recorded from the level's results file)\n",
-                steps.empty() ? "?" : steps.front().shape.c_str());
+        std::printf("%-4d %-*s %10.3g %10.3g %10.3g %9.3g %7.0f%%  %s\n", s.index, w,
+                    (several ? s.op + "/" + s.variant : s.variant).c_str(), s.predicted_gflops, s.measured_gflops,
+                    s.recorded_gflops, s.speedup_vs_naive, 100 * s.fraction_of_roof, s.bound.c_str());
+    if (several)
+        std::printf("(GFLOP/s; measured now, each op at its own shape; x naive: over rung 0 of the same op; "
+                    "recorded from the level's results file)\n");
+    else
+        std::printf("(GFLOP/s; measured now at %s, recorded from the level's results file)\n",
+                    steps.empty() ? "?" : steps.front().shape.c_str());
     std::fflush(stdout);
 }
 

@@ -42,7 +42,7 @@ std::string calibrate();
 // measurement and roofline as `memwall lesson <level> --step N --only`.
 struct Step {
     int index = 0;
-    std::string variant, title, shape, bound;
+    std::string op, variant, title, shape, bound;
     double predicted_gflops = 0, measured_gflops = 0, recorded_gflops = 0;
     double speedup_vs_naive = 0, intensity = 0, roof_gflops = 0, fraction_of_roof = 0;
     bool correct = false;
@@ -65,7 +65,8 @@ struct Image {
 Image image(const std::string& png_path);
 nlohmann::json mime_bundle_repr(const Image& img);
 
-// A small text table of steps: predicted and measured GFLOP/s side by side.
+// A small text table of steps: predicted and measured GFLOP/s side by side
+// (steps named op/variant when they span several ops).
 void print_table(const std::vector<Step>& steps);
 
 std::string base64(const std::string& bytes);

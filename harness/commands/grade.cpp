@@ -58,7 +58,7 @@ constexpr int kCallsPerShape = 2;
 constexpr double kCompileLimitS = 180;
 constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stopping may start
 constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
-constexpr int kMinRounds = 2, kMaxRounds = 30;
+constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
 constexpr int kBurst = 3;  // calls per side and round
 
 std::string join(const std::vector<std::string>& v) {
@@ -373,12 +373,29 @@ std::uint64_t call_seed(const Seed& seed, const std::string& what, int i) {
     return mix_seed(seed.value, what + "#" + std::to_string(i));
 }
 
-// The submission on fresh inputs, checked against the fp64 oracle.
-Outcome checked_call(Session& s, const Op& op, const Shape& shape, std::uint64_t seed) {
+// What a submission is checked against: the op's fp64 oracle, or, for a
+// lossy exercise (grading "oracle": "contract"), the reference variant's
+// contract oracle (e.g. y = dequant(Q(W)) x in fp64 for quantized weights).
+using OracleFn = std::function<std::vector<std::vector<double>>(const Problem&)>;
+
+const OracleFn& oracle_of(const Exercise& x, const Op& op, const Variant& ref) {
+    if (x.oracle == "exact") return op.oracle;
+    if (x.oracle == "contract") {
+        if (!ref.contract_oracle)
+            throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " asks for the contract oracle, but " +
+                                     "reference variant '" + ref.name + "' declares none");
+        return ref.contract_oracle;
+    }
+    throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " has oracle '" + x.oracle +
+                             "'; valid: exact, contract");
+}
+
+// The submission on fresh inputs, checked against the oracle.
+Outcome checked_call(Session& s, const Op& op, const OracleFn& oracle, const Shape& shape, std::uint64_t seed) {
     Problem p = op.make_problem(shape, op.dtypes.at(0), seed);
     Outcome o = run_call(s, p);
     if (!o.ok) return o;
-    const CheckResult c = check_problem(op, p, op.oracle(p));  // computed only now, after the call
+    const CheckResult c = check_problem(op, p, oracle(p));  // computed only now, after the call
     if (!c.ok) o.ok = false, o.message = c.message;
     return o;
 }
@@ -389,7 +406,7 @@ json test(const std::string& name, const std::string& kind, bool passed, double 
             {"output", output}};
 }
 
-json grade_correctness(Session& s, const Exercise& x, const Op& op, const Seed& seed) {
+json grade_correctness(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Seed& seed) {
     json tests = json::array();
     const double each = x.correctness_points / std::max<std::size_t>(x.correctness_shapes.size(), 1);
     for (auto& text : x.correctness_shapes) {
@@ -397,7 +414,7 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Seed& 
         std::string out;
         bool ok = true;
         for (int call = 0; call < kCallsPerShape && ok; ++call) {
-            const Outcome o = checked_call(s, op, shape, call_seed(seed, "correct/" + text, call));
+            const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "correct/" + text, call));
             if (!o.ok) ok = false, out = "call " + std::to_string(call + 1) + " of " +
                                           std::to_string(kCallsPerShape) + " (fresh inputs each call): " + o.message;
         }
@@ -411,12 +428,13 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Seed& 
 
 // A worker running the reference variant: this very binary, in its hidden
 // `grade-worker` mode, with the submission's thread count and memory layout.
-Session reference_session(const Session& sub, const Op& op, const Variant& ref, Backend b) {
+Session reference_session(const Session& sub, const Op& op, const Variant& ref, Backend b, bool time_call) {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec) throw std::runtime_error("cannot find the memwall executable: " + ec.message());
     Session r;
     r.argv = {self.string(), "grade-worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
+    if (time_call) r.argv.push_back("--time-call");
     r.tmp = sub.tmp;
     r.limits = {.wall_s = 600, .memory_mb = 0};
     r.budget_left = r.limits.wall_s;
@@ -479,8 +497,8 @@ double ping_overhead(Session& s) {
     return best;
 }
 
-json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref, Backend b, const Seed& seed,
-                 bool all_correct) {
+json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Variant& ref, Backend b,
+                 const Seed& seed, bool all_correct) {
     const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes);
     const std::string name = "speed " + x.speed_shape;
     json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
@@ -491,17 +509,27 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
         return t;
     };
     if (!all_correct) return result(false, 0, "no speed credit without full correctness");
-    if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/before", 0)); !o.ok)
+    if (const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "speed/before", 0)); !o.ok)
         return result(false, 0, "wrong at the speed shape before timing: " + o.message);
 
     // The reference runs in a worker process of its own (memwall grade-worker),
     // so that both sides pay the same round trip: a process woken through a
     // pipe on a busy machine waits for a core, and timing one side in-process
     // would hand it that wait as a head start.
-    Session r = reference_session(s, op, ref, b);
+    // timing "call" (exercises whose adapter prepares its inputs, e.g. packs
+    // quantized weights, on every call): each side times only the call itself,
+    // the adapter around the student's function and the reference worker
+    // around the variant's run(), both reported in the reply.
+    const bool time_call = b == Backend::cpu && x.timing == "call";
+    Session r = reference_session(s, op, ref, b, time_call);
     const double sub_overhead = ping_overhead(s), ref_overhead = ping_overhead(r);
     auto seconds = [&](const Outcome& o, double overhead) {
         if (b != Backend::cpu) return (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
+        if (time_call) {
+            if (!(o.device_s > 0 && o.device_s <= o.wall_s))
+                throw std::runtime_error("exercise " + x.id + " times the call, but its adapter reported no time");
+            return o.device_s;
+        }
         return std::max(o.wall_s - overhead, 1e-9);
     };
     const DType dt = op.dtypes.at(0);
@@ -518,7 +546,7 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
     auto settled = [&] {
         return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
     };
-    for (; rounds < kMaxRounds && (rounds < kMinRounds || !settled()); ++rounds) {
+    for (; rounds < x.max_rounds && (rounds < kMinRounds || !settled()); ++rounds) {
         // A round: a burst of calls from each side on the same fresh inputs,
         // the side that goes first alternating. Within a burst a side's
         // threads stay warm; a burst starts when the other side's are asleep.
@@ -561,7 +589,7 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const Variant& ref
     }
     stop_worker(r.worker);
     release(r.shm);
-    if (const Outcome o = checked_call(s, op, shape, call_seed(seed, "speed/after", 0)); !o.ok)
+    if (const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "speed/after", 0)); !o.ok)
         return result(false, 0, "wrong at the speed shape after timing: " + o.message);
 
     const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
@@ -584,6 +612,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     const Op* op = find_op(x.op);
     if (!op) throw std::runtime_error("level " + x.level_id + " names op '" + x.op + "', which is not registered");
     const Variant& ref = find_reference(x, b);
+    const OracleFn& oracle = oracle_of(x, *op, ref);
     const int hw = std::max(1u, std::thread::hardware_concurrency());
     const int threads = o.threads > 0 ? o.threads : (x.threads > 0 ? x.threads : hw);
     const bool emulated = b == Backend::cuda_emu;
@@ -617,14 +646,14 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.shm = make_shared_memory(shm);
         omp_set_num_threads(threads);  // the reference runs with the submission's thread count
 
-        json correctness = grade_correctness(s, x, *op, seed);
+        json correctness = grade_correctness(s, x, *op, oracle, seed);
         bool all_correct = true;
         for (auto& t : correctness) all_correct = all_correct && t["passed"].get<bool>(), tests.push_back(t);
         if (emulated) {
             tests.push_back(test("speed " + x.speed_shape, "speed", false, 0, 0,
                                  "not graded under cuda-emu: emulated timings mean nothing. " + x.emulated_note));
         } else if (!x.speed_shape.empty()) {
-            tests.push_back(grade_speed(s, x, *op, ref, b, seed, all_correct));
+            tests.push_back(grade_speed(s, x, *op, oracle, ref, b, seed, all_correct));
         }
         stop_worker(s.worker);
         release(s.shm);

@@ -34,6 +34,18 @@ struct Exercise {
     double correctness_points = 60, speed_points = 40;
     double time_limit_s = 120, memory_limit_mb = 2048;
     std::string emulated_note;
+    // What correctness is judged against: "exact" (the op's fp64 oracle) or
+    // "contract" (the reference variant's contract oracle: lossy exercises).
+    std::string oracle = "exact";
+    // How a speed call is timed on the CPU: "round_trip" (the worker's round
+    // trip minus an empty call's) or "call" (the adapter times the student's
+    // function and the reference worker the variant's run(): for adapters that
+    // prepare inputs, such as packing quantized weights, on every call).
+    std::string timing = "round_trip";
+    // Most interleaved speed rounds (each a burst of calls per side); fewer
+    // for exercises whose every call is expensive to set up (fresh large
+    // inputs, weights packed per call).
+    int max_rounds = 30;
 };
 
 // Where the repository is: MEMWALL_SOURCE_DIR (compile definition or

@@ -40,7 +40,7 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     Exercise x;
     x.level_id = level.value("id", dir.filename().string());
     x.level_title = level.value("title", "");
-    x.op = level.value("op", "");
+    x.op = e.value("op", level.value("op", ""));  // an exercise may name its own op
     x.level_dir = dir;
     x.id = e.at("id");
     x.backend = e.at("backend");
@@ -60,6 +60,18 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     x.time_limit_s = g.value("time_limit_s", 120.0);
     x.memory_limit_mb = g.value("memory_limit_mb", 2048.0);
     x.emulated_note = g.value("emulated_note", "");
+    x.oracle = g.value("oracle", "exact");
+    x.timing = g.value("timing", "round_trip");
+    x.max_rounds = g.value("max_rounds", 30);
+    if (x.max_rounds < 2)
+        throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.max_rounds " +
+                         std::to_string(x.max_rounds) + " must be at least 2");
+    if (x.oracle != "exact" && x.oracle != "contract")
+        throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.oracle '" + x.oracle +
+                         "' is not valid; valid: exact, contract");
+    if (x.timing != "round_trip" && x.timing != "call")
+        throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.timing '" + x.timing +
+                         "' is not valid; valid: round_trip, call");
     return x;
 }
 

@@ -31,7 +31,9 @@ namespace mw::grade {
 struct Call {
     const SharedHeader* header = nullptr;
     unsigned char* base = nullptr;
-    double device_seconds = -1;  // GPU adapters set this from CUDA events
+    // GPU adapters set this from CUDA events; CPU adapters of exercises timed
+    // per call (grading "timing": "call") from a clock around the student's call.
+    double device_seconds = -1;
 
     template <class T> const T* in(int i) const { return reinterpret_cast<const T*>(base + header->offset[i]); }
     // Adapters that keep inputs elsewhere (device memory) copy them back here,

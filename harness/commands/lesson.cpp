@@ -142,8 +142,15 @@ fs::path levels_root() {
 std::string step_choices(const nlohmann::json& steps) {
     std::string s;
     for (std::size_t i = 0; i < steps.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(i) + " (" + steps[i].value("variant", "?") + ")";
+        s += (i ? ", " : "") + std::to_string(i) + " (" + lesson::step_key(steps[i]) + ")";
     return s;
+}
+
+// Whether the level's steps span more than one op (then steps are named OP/VARIANT).
+bool multi_op(const lesson::Level& L) {
+    for (auto& s : L.manifest["steps"])
+        if (lesson::step_op(s, L.op) != L.op) return true;
+    return false;
 }
 
 int render_command(const lesson::Level& L, const LessonOptions& o) {
@@ -153,9 +160,10 @@ int render_command(const lesson::Level& L, const LessonOptions& o) {
     // Every step of the manifest needs its section, in order.
     const auto& steps = L.manifest["steps"];
     for (std::size_t i = 0; i < steps.size(); ++i) {
-        const std::string v = steps[i].value("variant", "");
-        if (i >= sections.steps.size() || sections.steps[i].variant != v)
-            errors.push_back("lesson.md: step " + std::to_string(i) + " should be '<!-- step: " + v + " -->'");
+        const std::string key = lesson::step_key(steps[i]);
+        const bool match = i < sections.steps.size() && sections.steps[i].variant == steps[i].value("variant", "") &&
+                           sections.steps[i].op == steps[i].value("op", "");
+        if (!match) errors.push_back("lesson.md: step " + std::to_string(i) + " should be '<!-- step: " + key + " -->'");
     }
     for (auto& e : errors) std::cerr << "memwall: " << L.id << ": " << e << "\n";
     if (!errors.empty()) {
@@ -182,7 +190,8 @@ struct Walk {
     const LessonOptions& o;
     lesson::Context recorded, live;
     lesson::Sections text;
-    Shape shape;
+    std::string op;  // the current step's op
+    Shape shape;     // and its shape
     int threads = 0;
     nlohmann::json combined;                               // results doc of the walk
     nlohmann::json summary = nlohmann::json::array();      // one entry per step walked
@@ -218,14 +227,15 @@ void print_machine(const Walk& w) {
               << get("ceiling:peak.fp32") << " (all)\n"
               << "  ridge point " << get("ceiling:ridge") << " FLOP/byte; implied clock " << get("ceiling:clock_ghz")
               << " GHz (" << get("ceiling:flops_per_cycle") << " FLOP/cycle/core from the "
-              << (c.peaks.empty() ? "?" : c.peaks.front().isa) << " peak)\n"
-              << "  lesson shape " << w.shape.str() << "\n\n";
+              << (c.peaks.empty() ? "?" : c.peaks.front().isa) << " peak)\n";
+    if (multi_op(w.L)) std::cout << "  each step runs its own op at its own shape (named with the step)\n\n";
+    else std::cout << "  lesson shape " << w.shape.str() << "\n\n";
 }
 
 // Runs one rung (and the naive baseline) now; returns the results doc.
 nlohmann::json run_rung(Walk& w, const std::string& variant) {
     RunRequest req;
-    req.targets = {w.L.op};
+    req.targets = {w.op};
     req.backend = Backend::cpu;
     req.variants = {variant};
     req.shapes = {w.shape.str()};
@@ -236,7 +246,7 @@ nlohmann::json run_rung(Walk& w, const std::string& variant) {
     req.timing.max_samples = w.o.quick ? 10 : 30;
     req.command_line = "memwall lesson " + w.L.id + " (step " + variant + ")";
     auto plans = plan_runs(req);
-    std::cout << dim("Running now: " + w.L.op + " " + w.shape.str() + " on " + std::to_string(w.threads) +
+    std::cout << dim("Running now: " + w.op + " " + w.shape.str() + " on " + std::to_string(w.threads) +
                      " thread(s), with the naive rung as this run's baseline.")
               << "\n"
               << std::flush;
@@ -258,7 +268,8 @@ double opt_number(const nlohmann::json& j, const char* key) {
 nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::json& doc) {
     const std::string v = step.value("variant", "");
     const nlohmann::json* r = run_of(doc, v);
-    nlohmann::json s = {{"variant", v}, {"title", step.value("title", "")}, {"rung", step.value("rung", 0)}};
+    nlohmann::json s = {{"variant", v}, {"op", w.op}, {"title", step.value("title", "")}, {"rung", step.value("rung", 0)}};
+    const lesson::Context rec = lesson::for_op(w.recorded, w.op);
     if (!r || !r->value("ran", false)) {
         std::cout << "  " << v << " did not run here: " << (r ? r->value("skip_reason", "?") : "missing") << "\n";
         s["ran"] = false;
@@ -274,7 +285,7 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
         why = e.what();
     }
     try {
-        recorded = std::get<double>(lesson::evaluate("run:" + v + ".gflops", w.recorded));
+        recorded = std::get<double>(lesson::evaluate("run:" + v + ".gflops", rec));
     } catch (const std::exception&) {
     }
     const double measured = opt_number(*r, "gflops");
@@ -296,7 +307,7 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     std::cout << line;
     if (std::isfinite(recorded)) {
         std::snprintf(line, sizeof line, "  %-28s %12s   %s\n", ("recorded on " + w.recorded.machine_name).c_str(),
-                      num(recorded).c_str(), dim("(at " + w.recorded.shape.value_or(Shape{}).str() + ")").c_str());
+                      num(recorded).c_str(), dim("(at " + rec.shape.value_or(Shape{}).str() + ")").c_str());
         std::cout << line;
     }
     if (!why.empty()) std::cout << "  (no prediction: " << why << ")\n";
@@ -338,20 +349,32 @@ void merge_runs(Walk& w, const nlohmann::json& doc, const std::string& variant) 
         w.combined["runs"] = nlohmann::json::array();
     }
     for (auto& r : doc["runs"]) {
-        const std::string v = r.value("variant", "");
+        const std::string v = r.value("variant", ""), op = r.value("op", "");
         bool have = false;
-        for (auto& x : w.combined["runs"]) have = have || x.value("variant", "") == v;
+        for (auto& x : w.combined["runs"]) have = have || (x.value("variant", "") == v && x.value("op", "") == op);
         if (!have && (v == variant || r.value("role", "") == "reference")) w.combined["runs"].push_back(r);
     }
-    std::sort(w.combined["runs"].begin(), w.combined["runs"].end(),
-              [](const nlohmann::json& a, const nlohmann::json& b) { return a.value("rung", 0) < b.value("rung", 0); });
+    // By op (in the order the walk met them), then rung.
+    std::vector<std::string> ops;
+    for (auto& x : w.combined["runs"])
+        if (std::find(ops.begin(), ops.end(), x.value("op", "")) == ops.end()) ops.push_back(x.value("op", ""));
+    auto order = [&](const nlohmann::json& x) {
+        return std::make_pair(std::find(ops.begin(), ops.end(), x.value("op", "")) - ops.begin(), x.value("rung", 0));
+    };
+    std::stable_sort(w.combined["runs"].begin(), w.combined["runs"].end(),
+                     [&](const nlohmann::json& a, const nlohmann::json& b) { return order(a) < order(b); });
 }
 
 void print_summary(const Walk& w) {
     if (w.summary.size() < 2) return;
-    std::cout << "\n" << rule("Summary: " + w.shape.str() + ", " + std::to_string(w.threads) + " thread(s)") << "\n";
-    char line[200];
-    std::snprintf(line, sizeof line, "  %-4s %-12s %12s %12s %10s %10s  %s\n", "step", "variant", "predicted",
+    const bool several = multi_op(w.L);
+    std::cout << "\n"
+              << rule("Summary: " + (several ? std::string("each op at its own shape") : w.shape.str()) + ", " +
+                      std::to_string(w.threads) + " thread(s)")
+              << "\n";
+    char line[240];
+    const int vw = several ? 28 : 12;
+    std::snprintf(line, sizeof line, "  %-4s %-*s %12s %12s %10s %10s  %s\n", "step", vw, "variant", "predicted",
                   "measured", "vs naive", "of roof", "bound");
     std::cout << bold(line);
     for (auto& s : w.summary) {
@@ -359,8 +382,9 @@ void print_summary(const Walk& w) {
         auto n = [&](const char* k, const char* suffix = "") {
             return s.contains(k) && s[k].is_number() ? num(s[k].get<double>()) + suffix : std::string("-");
         };
-        std::snprintf(line, sizeof line, "  %-4d %-12s %12s %12s %10s %10s  %s\n", s.value("rung", 0),
-                      s.value("variant", "").c_str(), n("predicted_gflops").c_str(), n("measured_gflops").c_str(),
+        const std::string name = several ? s.value("op", "") + "/" + s.value("variant", "") : s.value("variant", "");
+        std::snprintf(line, sizeof line, "  %-4d %-*s %12s %12s %10s %10s  %s\n", s.value("step", s.value("rung", 0)), vw,
+                      name.c_str(), n("predicted_gflops").c_str(), n("measured_gflops").c_str(),
                       n("speedup_vs_naive", "x").c_str(),
                       s.contains("fraction_of_roof") ? (num(100 * s["fraction_of_roof"].get<double>(), 2) + "%").c_str()
                                                      : "-",
@@ -370,26 +394,40 @@ void print_summary(const Walk& w) {
     std::cout << dim("  GFLOP/s from best-of-N times; speedups are ratios within each step's own run.") << "\n";
 }
 
+// Points the walk at step `step`: its op, its shape (--shape, else --quick's
+// quick shape, else the level's lesson_shapes[op], or lesson_shape for the
+// level's own op, else the op's default) and the live context for both.
+void enter_step(Walk& w, const nlohmann::json& step) {
+    w.op = lesson::step_op(step, w.L.op);
+    const Op* op = find_op(w.op);
+    if (!op) throw UsageError("level '" + w.L.id + "' names op '" + w.op + "', which is not built into this memwall");
+    const auto& m = w.L.manifest;
+    std::string text = w.o.shape;
+    if (text.empty() && w.o.quick) text = op->quick_shape.str();
+    if (text.empty() && m.contains("lesson_shapes") && m["lesson_shapes"].contains(w.op))
+        text = m["lesson_shapes"][w.op].get<std::string>();
+    if (text.empty() && w.op == w.L.op) text = m.value("lesson_shape", "");
+    if (text.empty()) text = op->default_shape.str();
+    w.shape = parse_shape(text, w.o.quick ? op->quick_shape : op->default_shape, op->axes);
+    w.live.op = w.op;
+    w.live.shape = w.shape;
+}
+
 int walk(const lesson::Level& L, const LessonOptions& o) {
     const auto& steps = L.manifest["steps"];
-    Walk w{L, o, lesson::recorded_context(L), {}, lesson::split_sections(L.lesson_text), {}, 0, nullptr, {}};
-    const Op* op = find_op(L.op);
-    if (!op) throw UsageError("level '" + L.id + "' names op '" + L.op + "', which is not built into this memwall");
-    std::string shape_text = o.shape;
-    if (shape_text.empty()) shape_text = o.quick ? op->quick_shape.str() : L.manifest.value("lesson_shape", op->default_shape.str());
-    w.shape = parse_shape(shape_text, o.quick ? op->quick_shape : op->default_shape, op->axes);
+    Walk w{L, o, lesson::recorded_context(L), {}, lesson::split_sections(L.lesson_text), {}, {}, 0, nullptr, {}};
     const int hw = std::max(1u, std::thread::hardware_concurrency());
     w.threads = o.threads > 0 ? o.threads : hw;
+    const int first = o.step < 0 ? 0 : o.step;
+    const int last = o.only ? first : int(steps.size()) - 1;
+    w.live.steps = steps;
+    w.live.level_op = L.op;
+    enter_step(w, steps[first]);  // usage errors (an unknown op, a bad --shape) before calibrating
 
     w.live.ceilings = walk_ceilings(o, w.threads);
     w.live.machine = machine_info();
     w.live.machine_name = "this machine";
-    w.live.shape = w.shape;
-    w.live.steps = steps;
-    w.live.op = L.op;
 
-    const int first = o.step < 0 ? 0 : o.step;
-    const int last = o.only ? first : int(steps.size()) - 1;
     std::vector<std::string> errs;
     if (first == 0 && !o.only) std::cout << "\n" << for_terminal(lesson::render(w.text.intro, w.recorded, &errs));
     std::cout << "\n";
@@ -399,19 +437,25 @@ int walk(const lesson::Level& L, const LessonOptions& o) {
     for (int i = first; i <= last; ++i) {
         const auto& step = steps[i];
         const std::string v = step.value("variant", "");
+        enter_step(w, step);
         const lesson::StepText* st = nullptr;
-        for (auto& t : w.text.steps) if (t.variant == v) st = &t;
-        std::cout << rule("Step " + std::to_string(i) + " of " + std::to_string(steps.size() - 1) + " · " + v + " — " +
-                          step.value("title", ""))
+        for (auto& t : w.text.steps)
+            if (t.variant == v && t.op == step.value("op", "")) st = &t;
+        // The recorded context of this step's op, speaking of this variant.
+        lesson::Context rec = lesson::for_op(w.recorded, w.op);
+        rec.self = v;
+        std::cout << rule("Step " + std::to_string(i) + " of " + std::to_string(steps.size() - 1) + " · " +
+                          lesson::step_key(step) + " — " + step.value("title", ""))
                   << "\n";
-        if (st) std::cout << for_terminal(lesson::render(st->before, w.recorded, &errs)) << "\n";
+        if (st) std::cout << for_terminal(lesson::render(st->before, rec, &errs)) << "\n";
         auto doc = run_rung(w, v);
         w.summary.push_back(report_step(w, step, doc));
+        w.summary.back()["step"] = i;
         merge_runs(w, doc, v);
         if (st && !st->after.empty())
             std::cout << "\n" << dim("The lesson's text quotes the run recorded on " + w.recorded.machine_name + " at " +
-                                      w.recorded.shape.value_or(Shape{}).str() + ":") << "\n"
-                      << for_terminal(lesson::render(st->after, w.recorded, &errs));
+                                      rec.shape.value_or(Shape{}).str() + ":") << "\n"
+                      << for_terminal(lesson::render(st->after, rec, &errs));
         std::cout << "\n";
         if (i < last && !wait_for_enter(no_pause)) break;
     }

@@ -79,8 +79,9 @@ double need_number(const Value& v, const std::string& what) {
 const nlohmann::json& find_run(const Context& ctx, const std::string& variant, const std::string& shape) {
     const std::string want = shape.empty() ? (ctx.shape ? ctx.shape->str() : "") : canonical_shape(shape);
     std::vector<std::string> seen;
+    auto same_op = [&](const nlohmann::json& r) { return ctx.op.empty() || r.value("op", ctx.op) == ctx.op; };
     for (auto& r : ctx.runs) {
-        if (r.value("variant", "") != variant || r.value("backend", "") != ctx.backend) continue;
+        if (r.value("variant", "") != variant || r.value("backend", "") != ctx.backend || !same_op(r)) continue;
         if (!r.value("ran", true)) continue;
         const std::string s = canonical_shape(r.value("shape_str", ""));
         if (want.empty() || s == want) return r;
@@ -90,9 +91,9 @@ const nlohmann::json& find_run(const Context& ctx, const std::string& variant, c
         throw Error("no run of '" + variant + "' at " + want + " (recorded shapes: " + join(seen) + ")");
     std::vector<std::string> names;
     for (auto& r : ctx.runs)
-        if (r.value("backend", "") == ctx.backend) names.push_back(r.value("variant", "?"));
-    throw Error("no " + ctx.backend + " run of variant '" + variant + "' in the results (runs: " +
-                (names.empty() ? "none" : join(names)) + ")");
+        if (r.value("backend", "") == ctx.backend && same_op(r)) names.push_back(r.value("variant", "?"));
+    throw Error("no " + ctx.backend + " run of variant '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) +
+                " in the results (runs: " + (names.empty() ? "none" : join(names)) + ")");
 }
 
 double best_time(const nlohmann::json& run) {
@@ -214,14 +215,15 @@ Value resolve_ref(const std::string& ref, const Context& ctx);
 Value predict_ref(const std::string& variant_in, const Context& ctx) {
     const std::string variant = variant_in == "self" ? ctx.self : variant_in;
     for (auto& s : ctx.steps) {
-        if (s.value("variant", "") != variant) continue;
+        const std::string op = s.value("op", ctx.level_op.empty() ? ctx.op : ctx.level_op);
+        if (s.value("variant", "") != variant || op != ctx.op) continue;
         if (!s.contains("predict") || !s["predict"].contains("gflops"))
             throw Error("step '" + variant + "' has no predict.gflops formula in level.json");
         Context sub = ctx;
         sub.self = variant;
         return evaluate(s["predict"]["gflops"].get<std::string>(), sub);
     }
-    throw Error("no step '" + variant + "' in level.json");
+    throw Error("no step '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) + " in level.json");
 }
 
 Value resolve_ref(const std::string& ref, const Context& ctx) {
@@ -229,6 +231,13 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     std::string kind = colon == std::string::npos ? ref : ref.substr(0, colon);
     std::string body = colon == std::string::npos ? "" : ref.substr(colon + 1);
     if (ref.rfind("machine.", 0) == 0) kind = "machine", body = ref.substr(8);
+    // OP::rest: the same reference, about another op of the level.
+    if (const auto q = body.find("::"); q != std::string::npos &&
+        (kind == "run" || kind == "speedup" || kind == "model" || kind == "predict" || kind == "shape")) {
+        Context sub = for_op(ctx, body.substr(0, q));
+        if (sub.op != ctx.op) sub.self.clear();
+        return resolve_ref(kind + ":" + body.substr(q + 2), sub);
+    }
     if (kind == "run") return run_ref(body, ctx);
     if (kind == "speedup") {
         auto slash = body.find('/');
@@ -486,19 +495,38 @@ Context recorded_context(const Level& L) {
     c.results_path = L.manifest.value("results", "");
     c.results_command = L.results.value("command", "");
     c.steps = L.manifest.value("steps", nlohmann::json::array());
-    c.op = L.op;
+    c.op = c.level_op = L.op;
+    if (c.op.empty() && !c.steps.empty()) c.op = step_op(c.steps[0], "");
+    return for_op(c, c.op);
+}
+
+Context for_op(const Context& ctx, const std::string& op) {
+    Context c = ctx;
+    c.op = op;
+    if (!op.empty() && !find_op(op)) throw Error("unknown op '" + op + "'");
+    bool found = false;
     for (auto& r : c.runs)
-        if (r.value("backend", "") == c.backend && r.contains("shape")) {
+        if (r.value("backend", "") == c.backend && r.value("op", op) == op && r.contains("shape")) {
             Shape s;
             for (auto& [k, v] : r["shape"].items()) s.axes[k] = v.get<std::int64_t>();
             c.shape = s;
+            found = true;
             break;
         }
+    if (!found && op != ctx.op) c.shape.reset();
     return c;
 }
 
+std::string step_op(const nlohmann::json& step, const std::string& level_op) { return step.value("op", level_op); }
+
+std::string step_key(const nlohmann::json& step) {
+    const std::string v = step.value("variant", "");
+    return step.contains("op") ? step["op"].get<std::string>() + "/" + v : v;
+}
+
 Sections split_sections(const std::string& text) {
-    static const std::regex marker(R"(<!--\s*(step:\s*([A-Za-z0-9_]+)|measure|end)\s*-->[ \t]*\n?)");
+    static const std::regex marker(
+        R"(<!--\s*(step:\s*(?:([A-Za-z0-9_]+)/)?([A-Za-z0-9_]+)|measure|end)\s*-->[ \t]*\n?)");
     Sections out;
     std::string* cur = &out.intro;
     std::size_t pos = 0;
@@ -513,7 +541,7 @@ Sections split_sections(const std::string& text) {
         } else if (what == "end") {
             cur = &out.outro;
         } else {
-            out.steps.push_back({m[2].str(), "", ""});
+            out.steps.push_back({m[2].str(), m[3].str(), "", ""});
             cur = &out.steps.back().before;
         }
     }
@@ -523,9 +551,20 @@ Sections split_sections(const std::string& text) {
 
 std::string render_document(const Level& L, const Context& ctx, std::vector<std::string>* errors) {
     const Sections s = split_sections(L.lesson_text);
-    std::string body = s.intro;
-    for (auto& st : s.steps) body += st.before + st.after;
-    body += s.outro;
+    // Each step's text speaks of its own op and variant (self).
+    std::string rendered = render(s.intro, ctx, errors);
+    for (auto& st : s.steps) {
+        Context sc = ctx;
+        try {
+            if (!st.op.empty()) sc = for_op(ctx, st.op);
+        } catch (const Error& e) {
+            if (!errors) throw;
+            errors->push_back("step " + st.op + "/" + st.variant + ": " + e.what());
+        }
+        sc.self = st.variant;
+        rendered += render(st.before + st.after, sc, errors);
+    }
+    rendered += render(s.outro, ctx, errors);
     std::string machine = ctx.machine_name;
     if (ctx.machine.contains("cpu_model")) machine += " (" + ctx.machine["cpu_model"].get<std::string>() + ")";
     std::string header = "<!-- Generated by `memwall lesson " + L.id + " --render` from " +
@@ -534,7 +573,6 @@ std::string render_document(const Level& L, const Context& ctx, std::vector<std:
     std::string note = "\n> Numbers in this copy come from `" + ctx.results_path + "`, recorded on " + machine;
     if (ctx.machine.contains("git_commit")) note += " at commit " + ctx.machine["git_commit"].get<std::string>();
     note += ".\n\n";
-    std::string rendered = render(body, ctx, errors);
     // The note goes after the title line.
     const auto nl = rendered.find('\n');
     if (rendered.rfind("# ", 0) == 0 && nl != std::string::npos)

@@ -18,13 +18,20 @@
 //   {{predict:simd}}               the step's prediction formula (level.json steps[].predict)
 //   {{results:path}}, {{results:command}}
 //
+// Levels spanning several ops (a step may name its "op" in level.json): a
+// step's section is rendered with that op's runs and recorded shape, and any
+// run:, speedup:, model:, predict: or shape: reference may name another op
+// with "OP::" in front: {{speedup:softmax::row_fused/three_pass}},
+// {{run:attention::naive.peak_extra_bytes}}, {{shape:softmax::cols}}.
+//
 // Arithmetic: + - * / ( ), min(a,b), max(a,b), bw1(bytes), bwall(bytes) (the
 // one-thread / all-thread bandwidth of the calibrated cache sweep at that
 // working set). Operators need spaces around them ("run:a.gflops / 2"): a '/'
 // inside a reference belongs to it (speedup:simd/naive).
 // Format after '|': a digit = significant digits (default 3), pct, int, KiB, MiB.
 //
-// Sections: "<!-- step: VARIANT -->" starts a step's text and "<!-- measure -->"
+// Sections: "<!-- step: VARIANT -->" (or "<!-- step: OP/VARIANT -->" for a
+// step that names its op) starts a step's text and "<!-- measure -->"
 // inside it separates what is read before the rung runs (idea, prediction)
 // from what is read after (measurement, the gap).
 #pragma once
@@ -56,7 +63,8 @@ struct Context {
     std::string results_path, results_command;
     std::optional<Shape> shape;          // shape for shape:, model:, and run: without @
     nlohmann::json steps = nlohmann::json::array();  // level.json "steps" (for predict:)
-    std::string op = "gemm";
+    std::string op = "gemm";  // the op whose runs and models unqualified references mean
+    std::string level_op;     // the level's op: the op of a step that names none (empty: any)
     std::string backend = "cpu";
     std::string self;  // the variant whose prediction is being evaluated
 };
@@ -92,8 +100,19 @@ std::vector<std::string> level_ids(const std::filesystem::path& levels_dir);
 // The context of the recorded results (shape: the recorded runs' shape).
 Context recorded_context(const Level& level);
 
+// `ctx` for another op: its runs, and the shape of its first recorded run
+// (kept when `op` is ctx's own op and it has no run).
+Context for_op(const Context& ctx, const std::string& op);
+
+// A manifest step's op ("op" in the step, else the level's) and the name its
+// lesson section and the CLI use: "VARIANT", or "OP/VARIANT" when the step
+// names its op.
+std::string step_op(const nlohmann::json& step, const std::string& level_op);
+std::string step_key(const nlohmann::json& step);
+
 // Lesson text split into the intro and one part per step.
 struct StepText {
+    std::string op;  // empty unless the marker names one (OP/VARIANT)
     std::string variant;
     std::string before;  // idea and prediction
     std::string after;   // measurement and the gap

@@ -14,77 +14,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grade_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const std::string kSource = MEMWALL_TEST_SOURCE_DIR;
-const std::string kControls = MEMWALL_GRADE_SUBMISSIONS;
+using namespace grade_test;
+
 const std::string kExercise = kSource + "/levels/01-vectorization/exercise";
-
-struct GradeRun {
-    int status = -1;
-    std::string output;  // stdout + stderr
-    json doc;            // the report, when one was written
-};
-
-int counter = 0;
 
 // memwall grade 01 <args> --format <format> --out <tmp>; the report is parsed.
 GradeRun grade(const std::string& args, const std::string& format = "json", const std::string& env = "") {
-    const fs::path out = fs::temp_directory_path() /
-                         ("memwall-grade-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
-    const std::string cmd = env + " " + MEMWALL_BIN + " grade 01 " + args + " --format " + format + " --out " +
-                            out.string() + " 2>&1";
-    GradeRun r;
-    std::array<char, 512> buf{};
-    FILE* p = popen(cmd.c_str(), "r");
-    while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
-    const int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (fs::exists(out)) {
-        std::ifstream in(out);
-        if (format == "text") r.output += std::string(std::istreambuf_iterator<char>(in), {});
-        else r.doc = json::parse(in);
-        fs::remove(out);
-    }
-    return r;
-}
-
-std::string control(const std::string& name) { return "--submission " + kControls + "/" + name; }
-
-const json* find_test(const json& doc, const std::string& prefix) {
-    for (auto& t : doc["tests"])
-        if (t["name"].get<std::string>().rfind(prefix, 0) == 0) return &t;
-    return nullptr;
-}
-
-double points(const json& doc, const std::string& kind) {
-    double s = 0;
-    for (auto& t : doc["tests"])
-        if (t["kind"] == kind) s += t["score"].get<double>();
-    return s;
-}
-
-// Every failure message, for "rejected for the right reason" checks.
-std::string failures(const json& doc) {
-    std::string s;
-    for (auto& t : doc["tests"])
-        if (!t["passed"].get<bool>()) s += t["output"].get<std::string>() + "\n";
-    return s;
+    return grade_level("01", args, format, env);
 }
 
 // --- CPU negative controls -----------------------------------------------------
-
-struct Control {
-    std::string file;
-    std::string reason;  // must appear in a failure message
-    double max_points;   // the most it may score (square-only code passes the square shapes)
-    std::string extra = "";
-};
-
-void PrintTo(const Control& c, std::ostream* os) { *os << c.file; }
 
 class GradeRejects : public testing::TestWithParam<Control> {};
 

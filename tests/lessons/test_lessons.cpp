@@ -263,3 +263,116 @@ TEST(LessonCli, WalkNeverHangsOnEofAndReportsEachStep) {
     EXPECT_EQ(doc["results"]["runs"].size(), 3u);
     fs::remove(json);
 }
+
+// --- levels spanning several ops (level 02: a step names its op) -------------
+
+namespace {
+
+// Runs of two ops whose variants share a name ("naive"), as in a lever's
+// results file.
+Context two_ops() {
+    Context c = toy();
+    c.runs = nlohmann::json::array({
+        {{"op", "gemm"}, {"variant", "naive"}, {"backend", "cpu"}, {"ran", true}, {"shape_str", "k=64,m=64,n=64"},
+         {"shape", {{"k", 64}, {"m", 64}, {"n", 64}}}, {"gflops", 0.5}, {"time_s", {{"best", 2.0}}}},
+        {{"op", "softmax"}, {"variant", "three_pass"}, {"backend", "cpu"}, {"ran", true},
+         {"shape_str", "cols=256,rows=8"}, {"shape", {{"cols", 256}, {"rows", 8}}}, {"gflops", 3.0},
+         {"time_s", {{"best", 0.3}}}},
+        {{"op", "softmax"}, {"variant", "naive"}, {"backend", "cpu"}, {"ran", true}, {"shape_str", "cols=256,rows=8"},
+         {"shape", {{"cols", 256}, {"rows", 8}}}, {"gflops", 1.0}, {"time_s", {{"best", 0.9}}}},
+    });
+    c.op = c.level_op = "gemm";
+    c.steps = nlohmann::json::array({{{"variant", "naive"}, {"predict", {{"gflops", "1 + 1"}}}},
+                                     {{"op", "softmax"}, {"variant", "naive"}, {"predict", {{"gflops", "shape:cols"}}}}});
+    return c;
+}
+
+}  // namespace
+
+TEST(LessonPlaceholders, OpQualifiedReferencesPickTheirOpsRunsAndShape) {
+    const Context c = two_ops();
+    // Unqualified: the context's op only, never the other op's same-named variant.
+    EXPECT_DOUBLE_EQ(num(evaluate("run:naive.gflops", c)), 0.5);
+    EXPECT_DOUBLE_EQ(num(evaluate("run:softmax::naive.gflops", c)), 1.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("speedup:softmax::three_pass/naive", c)), 3.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("shape:softmax::cols", c)), 256);
+    EXPECT_DOUBLE_EQ(num(evaluate("shape:k", c)), 64);
+    EXPECT_DOUBLE_EQ(num(evaluate("predict:naive", c)), 2.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("predict:softmax::naive", c)), 256.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("model:softmax::three_pass.flops", c)), 14.0 * 8 * 256);
+    // The gemm run is not the softmax op's, however its variant is named.
+    EXPECT_THROW(evaluate("run:three_pass.gflops", c), Error);
+    EXPECT_THROW(evaluate("run:nosuchop::naive.gflops", c), Error);
+    // for_op: the op's own recorded shape.
+    const Context s = for_op(c, "softmax");
+    EXPECT_EQ(s.shape->str(), "cols=256,rows=8");
+    EXPECT_DOUBLE_EQ(num(evaluate("speedup:three_pass/naive", s)), 3.0);
+}
+
+TEST(LessonSections, StepMarkersMayNameTheirOp) {
+    const auto s = split_sections("# T\n<!-- step: softmax/online -->\nA\n<!-- measure -->\nB\n"
+                                  "<!-- step: naive -->\nC\n<!-- measure -->\nD\n");
+    ASSERT_EQ(s.steps.size(), 2u);
+    EXPECT_EQ(s.steps[0].op, "softmax");
+    EXPECT_EQ(s.steps[0].variant, "online");
+    EXPECT_EQ(s.steps[1].op, "");
+    EXPECT_EQ(s.steps[1].variant, "naive");
+    EXPECT_EQ(step_key({{"op", "softmax"}, {"variant", "online"}}), "softmax/online");
+    EXPECT_EQ(step_key({{"variant", "naive"}}), "naive");
+    EXPECT_EQ(step_op({{"variant", "naive"}}, "gemm"), "gemm");
+}
+
+// Each step's section of a multi-op lesson renders with its own op: the
+// fusion level's "naive" is bias_gelu_ln's in step 0 and attention's in step 6.
+TEST(Lessons, MultiOpLevelRendersEachStepWithItsOwnOp) {
+    const Level L = load_level(kRoot / "levels", kRoot, "02");
+    const Context c = recorded_context(L);
+    EXPECT_EQ(c.op, "bias_gelu_ln");
+    const auto sections = split_sections(L.lesson_text);
+    const auto& steps = L.manifest["steps"];
+    ASSERT_EQ(sections.steps.size(), steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        EXPECT_EQ(sections.steps[i].op, steps[i]["op"].get<std::string>()) << "step " << i;
+        Context sc = for_op(c, sections.steps[i].op);
+        sc.self = sections.steps[i].variant;
+        // The step's own run, found through its op.
+        EXPECT_GT(num(evaluate("run:self.gflops", sc)), 0) << "step " << i;
+        EXPECT_GT(num(evaluate("predict:self", sc)), 0) << "step " << i;
+    }
+    const Context bgl = for_op(c, "bias_gelu_ln"), att = for_op(c, "attention");
+    EXPECT_NE(num(evaluate("run:naive.time_s.best", bgl)), num(evaluate("run:naive.time_s.best", att)));
+}
+
+TEST(LessonCli, MultiOpLevelNamesStepsOpSlashVariant) {
+    auto r = memwall("lesson 02 --step 99 --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("3 (softmax/three_pass)"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("7 (attention/tiled)"), std::string::npos) << r.output;
+    r = memwall("lesson 02 --check");
+    EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// One step of the fusion level, run the way the notebook runs it: the step's
+// own op at its quick shape, its prediction, measurement and roofline.
+TEST(LessonCli, MultiOpStepRunsItsOwnOp) {
+    const fs::path json = tmp("walk02.json");
+    const fs::path ceilings = kRoot / "results" / "xeon-kvm-2c" / "ceilings.json";
+    auto r = memwall("lesson 02 --step 4 --only --quick --threads 2 --ceilings " + ceilings.string() + " --json " +
+                     json.string() + " < /dev/null");
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (const char* s : {"softmax/online", "predicted (this machine)", "measured now", "Roofline",
+                          "recorded on xeon-kvm-2c", "Running now: softmax"})
+        EXPECT_NE(r.output.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.output;
+    EXPECT_EQ(r.output.find("{{"), std::string::npos);
+    EXPECT_EQ(r.output.find("??"), std::string::npos) << r.output;
+    const auto doc = mw::read_json_file(json);
+    ASSERT_EQ(doc["steps"].size(), 1u);
+    EXPECT_EQ(doc["steps"][0]["op"], "softmax");
+    EXPECT_EQ(doc["steps"][0]["variant"], "online");
+    EXPECT_TRUE(doc["steps"][0]["correct"].get<bool>());
+    EXPECT_GT(doc["steps"][0]["recorded_gflops"].get<double>(), 0);
+    // The softmax baseline (three_pass) and the rung, both of op softmax.
+    ASSERT_EQ(doc["results"]["runs"].size(), 2u);
+    for (auto& run : doc["results"]["runs"]) EXPECT_EQ(run["op"], "softmax");
+    fs::remove(json);
+}

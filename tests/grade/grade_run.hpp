@@ -1,0 +1,88 @@
+// Helpers shared by the `memwall grade` tests: run the grader as a student
+// or an instructor would and read back its JSON report.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace grade_test {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+inline const std::string kSource = MEMWALL_TEST_SOURCE_DIR;
+inline const std::string kControls = MEMWALL_GRADE_SUBMISSIONS;
+
+struct GradeRun {
+    int status = -1;
+    std::string output;  // stdout + stderr
+    json doc;            // the report, when one was written
+};
+
+// memwall grade <level> <args> --format <format> --out <tmp>; the report is parsed.
+inline GradeRun grade_level(const std::string& level, const std::string& args, const std::string& format = "json",
+                            const std::string& env = "") {
+    static int counter = 0;
+    const fs::path out = fs::temp_directory_path() /
+                         ("memwall-grade-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
+    const std::string cmd = env + " " + MEMWALL_BIN + " grade " + level + " " + args + " --format " + format +
+                            " --out " + out.string() + " 2>&1";
+    GradeRun r;
+    std::array<char, 512> buf{};
+    FILE* p = popen(cmd.c_str(), "r");
+    while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (fs::exists(out)) {
+        std::ifstream in(out);
+        if (format == "text") r.output += std::string(std::istreambuf_iterator<char>(in), {});
+        else r.doc = json::parse(in);
+        fs::remove(out);
+    }
+    return r;
+}
+
+inline std::string control(const std::string& name) { return "--submission " + kControls + "/" + name; }
+
+inline const json* find_test(const json& doc, const std::string& prefix) {
+    for (auto& t : doc["tests"])
+        if (t["name"].get<std::string>().rfind(prefix, 0) == 0) return &t;
+    return nullptr;
+}
+
+inline double points(const json& doc, const std::string& kind) {
+    double s = 0;
+    for (auto& t : doc["tests"])
+        if (t["kind"] == kind) s += t["score"].get<double>();
+    return s;
+}
+
+// Every failure message, for "rejected for the right reason" checks.
+inline std::string failures(const json& doc) {
+    std::string s;
+    for (auto& t : doc["tests"])
+        if (!t["passed"].get<bool>()) s += t["output"].get<std::string>() + "\n";
+    return s;
+}
+
+// A negative control: the file, a phrase its failure must mention, and the
+// most it may score (a control that is right on a degenerate shape, such as
+// 1 x 1, keeps that shape's points).
+struct Control {
+    std::string file;
+    std::string reason;
+    double max_points;
+    std::string extra = "";
+};
+
+inline void PrintTo(const Control& c, std::ostream* os) { *os << c.file; }
+
+}  // namespace grade_test

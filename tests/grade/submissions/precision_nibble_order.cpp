@@ -1,0 +1,27 @@
+// Negative control (level 04, int4-gemv-cpu): the common "two neighbours per
+// byte" packing — weight 2k in the low nibble of byte k, weight 2k+1 in the
+// high one — where the project's format puts weights k and k+16 of each
+// 32-weight chunk in byte k. Every weight but the first of a chunk is read
+// from the wrong place.
+#include <immintrin.h>
+
+#include <cstdint>
+
+extern "C" void student_gemv_int4_g64(const std::uint8_t* Wq, const std::uint16_t* scales, const float* x, float* y,
+                                      int n_out, int n_in, int b) {
+    const long ld = (n_in + 63) / 64 * 64, groups = ld / 64;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n_out; ++i) {
+        const std::uint8_t* row = Wq + i * ld / 2;
+        for (long bb = 0; bb < b; ++bb) {
+            float acc = 0;
+            for (long j = 0; j < n_in; ++j) {
+                const std::uint8_t byte = row[j / 2];
+                const int q = (j % 2 == 0 ? byte & 0x0F : byte >> 4) - 8;
+                const float s = _cvtsh_ss(scales[i * groups + j / 64]);
+                acc += s * float(q) * x[bb * n_in + j];
+            }
+            y[bb * n_out + i] = acc;
+        }
+    }
+}

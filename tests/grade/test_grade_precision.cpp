@@ -1,0 +1,108 @@
+// `memwall grade 04` (precision, exercise int4-gemv-cpu): a lossy exercise,
+// judged against the reference rung's contract oracle (y = dequant(Q(W)) x in
+// fp64) and timed per call (the adapter packs the weights on every call).
+// Decode bugs lose their points for the right reason, expanding W to fp32 is
+// correct but slow, the naive stub is correct but slow, and the reference
+// solution (the project's int4_g64_sym rung) gets full marks.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "grade_run.hpp"
+
+namespace {
+
+using namespace grade_test;
+
+const std::string kExercise = kSource + "/levels/04-precision/exercise";
+
+GradeRun grade04(const std::string& args, const std::string& env = "") {
+    return grade_level("04", args, "json", env);
+}
+
+class PrecisionGradeRejects : public testing::TestWithParam<Control> {};
+
+TEST_P(PrecisionGradeRejects, LosesItsPointsForTheRightReason) {
+    const Control& c = GetParam();
+    const GradeRun r = grade04(control(c.file) + " --seed 11 " + c.extra);
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(r.doc.is_object()) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "int4-gemv-cpu");
+    EXPECT_LE(r.doc["score"].get<double>(), c.max_points) << r.doc.dump(2);
+    EXPECT_EQ(points(r.doc, "speed"), 0) << "no speed credit without full correctness";
+    EXPECT_NE(failures(r.doc).find(c.reason), std::string::npos)
+        << "expected a failure mentioning '" << c.reason << "', got:\n" << failures(r.doc);
+}
+
+// 60 correctness points over 7 shapes.
+constexpr double kShape = 60.0 / 7 + 1e-9;
+
+INSTANTIATE_TEST_SUITE_P(
+    Controls, PrecisionGradeRejects,
+    testing::Values(  // n_in = 1: the one weight sits where both packings put it
+        Control{"precision_nibble_order.cpp", "elements outside", kShape},
+        // Rows of one group (n_in = 1, 7, 33) have one scale anyway.
+        Control{"precision_scale_per_row.cpp", "elements outside", 3 * kShape},
+        Control{"precision_zero_point.cpp", "elements outside", 0},
+        Control{"precision_mutates_scales.cpp", "wrote into its input scales", 0}),
+    [](const testing::TestParamInfo<Control>& i) { return std::filesystem::path(i.param.file).stem().string(); });
+
+// A speed control, not a correctness one: building an fp32 copy of W every
+// call is right, and slow.
+TEST(PrecisionGrade, ExpandingWToFp32IsCorrectButSlow) {
+    const GradeRun r = grade04(control("precision_expand_fp32.cpp") + " --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr);
+    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
+    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
+}
+
+TEST(PrecisionGrade, NaiveStubIsCorrectButSlow) {
+    const GradeRun r = grade04("--submission " + kExercise + "/dequant_gemv_int4_g64_cpu.cpp --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr);
+    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
+    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5);
+}
+
+TEST(PrecisionGrade, ReferenceSolutionGetsFullMarks) {
+    // The solution runs the reference variant's own decoders and row loops;
+    // both sides are timed around the call alone. A busy machine can spoil
+    // one measurement: up to three tries.
+    GradeRun r;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        r = grade04("--submission " + kExercise + "/solutions/dequant_gemv_int4_g64_cpu_reference.cpp --seed " +
+                    std::to_string(attempt));
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+        if (r.doc["score"].get<double>() >= r.doc["max_score"].get<double>() - 1e-6) break;
+    }
+    EXPECT_NEAR(r.doc["score"].get<double>(), 100, 1e-6) << (*find_test(r.doc, "speed"))["output"];
+}
+
+// A manifest that asks for an oracle or a timing the grader does not know is
+// a usage error naming the valid choices, before anything is compiled.
+TEST(PrecisionGrade, ManifestErrorsNameTheValidChoices) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-levels-" + std::to_string(getpid()));
+    fs::create_directories(dir / "04-precision");
+    std::ifstream in(kSource + "/levels/04-precision/level.json");
+    json level = json::parse(in);
+    for (auto [key, bad, valid] : {std::tuple{"oracle", "approximate", "exact, contract"},
+                                   std::tuple{"timing", "wallclock", "round_trip, call"}}) {
+        json l = level;
+        l["exercises"][0]["grading"][key] = bad;
+        std::ofstream(dir / "04-precision" / "level.json") << l.dump(2);
+        const GradeRun r = grade04("--submission " + kExercise + "/dequant_gemv_int4_g64_cpu.cpp --seed 1",
+                                   "MEMWALL_LEVELS_DIR=" + dir.string());
+        EXPECT_EQ(r.status, 2) << r.output;
+        EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find(valid), std::string::npos) << r.output;
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
