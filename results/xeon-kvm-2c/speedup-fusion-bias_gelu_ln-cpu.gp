@@ -8,7 +8,7 @@ set xlabel 'variant (rung: name)'
 set xrange [-0.6:2.6]
 set logscale y
 set format y '%gx'
-set yrange [0.1:100]
+set yrange [0.1:1000]
 set grid ytics lc rgb '#e5e5e5'
 set xtics rotate by 25 right nomirror
 set key off

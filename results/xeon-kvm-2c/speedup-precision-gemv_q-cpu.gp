@@ -1,8 +1,8 @@
-# Speedups of precision/gemv_q (cpu, b=1,n_in=8192,n_out=8192) over the naive rung, written by `memwall plot`.
+# Speedups of precision/gemv_q (cpu, b=1,n_in=18432,n_out=18432) over the naive rung, written by `memwall plot`.
 # Redraw with: gnuplot speedup-precision-gemv_q-cpu.gp
 set terminal svg size 1280,800 dynamic noenhanced font 'Sans,13' background '#ffffff'
 set output 'speedup-precision-gemv_q-cpu.svg'
-set title "Speedup over naive: precision / gemv_q   (cpu, b=1,n_in=8192,n_out=8192)\nIntel(R) Xeon(R) Processor  |  from best-of-N times measured in the same run"
+set title "Speedup over naive: precision / gemv_q   (cpu, b=1,n_in=18432,n_out=18432)\nIntel(R) Xeon(R) Processor  |  from best-of-N times measured in the same run"
 set ylabel 'speedup over the naive rung (x)'
 set xlabel 'variant (rung: name)'
 set xrange [-0.6:10.6]

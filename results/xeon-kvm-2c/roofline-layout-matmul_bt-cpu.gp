@@ -1,0 +1,38 @@
+# Roofline of layout/matmul_bt (cpu, k=1024,m=64,n=1024), written by `memwall plot`.
+# Redraw with: gnuplot roofline-layout-matmul_bt-cpu.gp
+set terminal svg size 1280,800 dynamic noenhanced font 'Sans,13' background '#ffffff'
+set output 'roofline-layout-matmul_bt-cpu.svg'
+set title "Roofline: layout / matmul_bt   (cpu, k=1024,m=64,n=1024, fp32)\nIntel(R) Xeon(R) Processor  |  roofs: measured (measured)"
+set xlabel 'arithmetic intensity (FLOP/byte)'
+set ylabel 'performance (GFLOP/s)'
+set logscale xy
+set xrange [0.01:100]
+set yrange [0.1:1000]
+set format x '%g'
+set format y '%g'
+set mxtics 10
+set mytics 10
+set grid xtics ytics mxtics mytics lc rgb '#e5e5e5' lw 1, lc rgb '#f3f3f3' lw 1
+set style textbox opaque noborder margins 0.5,0.3
+set key outside right top vertical Left reverse noopaque spacing 1.3 samplen 2.5 box lc rgb '#bbbbbb'
+set rmargin at screen 0.64
+set lmargin at screen 0.08
+set tmargin at screen 0.88
+set bmargin at screen 0.10
+set label 1 "0: strided" at 0.0393366,1.17234 left boxed front tc rgb '#7f7f7f'
+set label 2 "1: copy" at 0.609234,11.3323 left boxed front tc rgb '#2ca02c'
+set label 3 "2: packed" at 11.9616,27.1528 right boxed front tc rgb '#9467bd'
+set arrow from 0.0312462,1.17234 to 12.9902,25.1867 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
+set label 4 "23.2x" at 0.685952,5.64202 left offset char 0.8,0 front tc rgb '#d62728' font ',14'
+plot 'roofline-layout-matmul_bt-cpu.roofs.dat' index 0 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "fp32 FMA peak 328 GFLOP/s (2 threads)", \
+     'roofline-layout-matmul_bt-cpu.roofs.dat' index 1 using 1:2 with lines lw 1.5 lc rgb '#9ecae1' title "L1 662 GB/s", \
+     'roofline-layout-matmul_bt-cpu.roofs.dat' index 2 using 1:2 with lines lw 1.5 lc rgb '#6baed6' title "L2 167 GB/s", \
+     'roofline-layout-matmul_bt-cpu.roofs.dat' index 3 using 1:2 with lines lw 1.5 lc rgb '#3182bd' title "L3 84.2 GB/s", \
+     'roofline-layout-matmul_bt-cpu.roofs.dat' index 4 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "DRAM triad 22.1 GB/s (2 threads)", \
+     'roofline-layout-matmul_bt-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: strided  1.17 GFLOP/s", \
+     'roofline-layout-matmul_bt-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: copy  11.3 GFLOP/s", \
+     'roofline-layout-matmul_bt-cpu.points.dat' index 2 using 1:2 with points pt 7 ps 2 lc rgb '#9467bd' title "2: packed  27.2 GFLOP/s"
+set terminal pngcairo size 1280,800 noenhanced font 'Sans,11'
+set output 'roofline-layout-matmul_bt-cpu.png'
+replot
+unset output
