@@ -93,6 +93,13 @@ template <class V> MW_SIMD_INLINE V vmin(V a, V b) {
     else return __builtin_ia32_minps256(a, b);
 }
 
+// Whether any lane of a exceeds the matching lane of t (a compare into a
+// mask and one test: no horizontal reduction).
+template <class V> MW_SIMD_INLINE bool any_gt(V a, V t) {
+    if constexpr (sizeof(V) == 64) return __builtin_ia32_cmpps512_mask(a, t, 30 /* _CMP_GT_OQ */, 0xFFFF, 4) != 0;
+    else return __builtin_ia32_movmskps256(__builtin_ia32_cmpps256(a, t, 30)) != 0;
+}
+
 // Horizontal sum / max. The vector is copied to an array first: subscripting
 // it (v[i]) would make it addressable, and GCC would then keep a loop's
 // accumulator in memory — a store-to-load round trip on every iteration.

@@ -59,41 +59,55 @@ template <class V> MW_SIMD_INLINE float row_sum_exp(const float* x, long n, floa
     return t;
 }
 
-// Online max and sum in one read of the row. The running max moves once per
-// chunk of 64 vectors (4 KiB with AVX-512: the chunk's second read, for the
-// exp, comes from L1), so the sum is rescaled once per chunk and exp is
-// evaluated once per element, as in the three-sweep rung.
+// Online max and sum in one read of the row (Milakov & Gimelshein's running
+// max with a rescaled sum), with the rescaling done lazily: m is a reference
+// point, not necessarily the exact maximum. A vector is compared with
+// m + kSlack (one compare and one mask test) and the sum is rescaled only
+// when some element exceeds that — then m moves to the true maximum so far.
+// Every exp argument stays <= kSlack, so exp(x - m) <= e^20 and the sum
+// cannot overflow; the result s * exp(m) is the same sum either way, and the
+// normalize sweep uses the same m. For typical rows m moves a handful of
+// times, so the loop costs what the three-sweep rung's sum sweep costs — its
+// max sweep is simply gone. (Rescaling at every new maximum, or taking each
+// chunk's exact maximum first, measured ~10% slower here.)
+inline constexpr float kSlack = 20.0f;
 template <class V> MW_SIMD_INLINE void row_online_stats(const float* x, long n, float* m_out, float* s_out) {
-    constexpr int W = simd::width<V>, kChunk = 64 * W;
-    float m = -INFINITY;
+    constexpr int W = simd::width<V>;
+    if (n <= 0) {
+        *m_out = -INFINITY;
+        *s_out = 0;
+        return;
+    }
+    float m = x[0];
     V s{}, s2{};
     float tail = 0;
-    for (long j0 = 0; j0 < n; j0 += kChunk) {
-        const long j1 = j0 + kChunk < n ? j0 + kChunk : n;
-        const long jv = j1 - (j1 - j0) % W, j2 = j1 - (j1 - j0) % (2 * W);
-        V cm = splat<V>(-INFINITY), cm2 = cm;
-        for (long j = j0; j < j2; j += 2 * W) {
-            cm = simd::vmax(cm, load<V>(x + j));
-            cm2 = simd::vmax(cm2, load<V>(x + j + W));
-        }
-        for (long j = j2; j < jv; j += W) cm = simd::vmax(cm, load<V>(x + j));
-        float c = simd::hmax(simd::vmax(cm, cm2));
-        for (long j = jv; j < j1; ++j) c = x[j] > c ? x[j] : c;
-        if (c > m) {  // new maximum: rescale what was summed against the old one
-            const float f = std::exp(m - c);
-            s *= f;
-            s2 *= f;
-            tail *= f;
-            m = c;
-        }
-        for (long j = j0; j < j2; j += 2 * W) {
-            ahead(x + j);  // spread over the exp work, for the chunk after next
-            if constexpr (sizeof(V) == 32) ahead(x + j + W);
-            s += simd::exp(load<V>(x + j) - m);
-            s2 += simd::exp(load<V>(x + j + W) - m);
-        }
-        for (long j = j2; j < jv; j += W) s += simd::exp(load<V>(x + j) - m);
-        for (long j = jv; j < j1; ++j) tail += std::exp(x[j] - m);
+    V limit = splat<V>(m + kSlack);
+    auto move_to = [&](float c) {  // new reference: rescale what was summed against the old one
+        const float f = std::exp(m - c);
+        s *= f;
+        s2 *= f;
+        tail *= f;
+        m = c;
+        limit = splat<V>(m + kSlack);
+    };
+    const long nv = n - n % W, n2 = n - n % (2 * W);
+    for (long j = 0; j < n2; j += 2 * W) {
+        ahead(x + j);
+        if constexpr (sizeof(V) == 32) ahead(x + j + W);
+        const V a = load<V>(x + j), b = load<V>(x + j + W);
+        if (simd::any_gt(simd::vmax(a, b), limit)) [[unlikely]]
+            move_to(simd::hmax(simd::vmax(a, b)));
+        s += simd::exp(a - m);
+        s2 += simd::exp(b - m);
+    }
+    for (long j = n2; j < nv; j += W) {
+        const V a = load<V>(x + j);
+        if (simd::any_gt(a, limit)) move_to(simd::hmax(a));
+        s += simd::exp(a - m);
+    }
+    for (long j = nv; j < n; ++j) {
+        if (x[j] > m + kSlack) move_to(x[j]);
+        tail += std::exp(x[j] - m);
     }
     *m_out = m;
     *s_out = simd::hsum(s + s2) + tail;
