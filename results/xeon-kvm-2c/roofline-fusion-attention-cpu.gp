@@ -19,17 +19,17 @@ set rmargin at screen 0.64
 set lmargin at screen 0.08
 set tmargin at screen 0.88
 set bmargin at screen 0.10
-set label 1 "0: naive" at 24.6482,69.565 right boxed front tc rgb '#7f7f7f'
-set label 2 "1: tiled" at 25.0274,131.168 right boxed front tc rgb '#2ca02c'
-set arrow from 31.0303,69.565 to 31.4449,120.734 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
-set label 3 "1.89x" at 31.2681,95.5232 left offset char 0.8,0 front tc rgb '#d62728' font ',14'
+set label 1 "0: naive" at 24.6482,94.3456 right boxed front tc rgb '#7f7f7f'
+set label 2 "1: tiled" at 25.0274,146.819 right boxed front tc rgb '#2ca02c'
+set arrow from 31.0303,94.3456 to 31.4177,135.141 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
+set label 3 "1.56x" at 31.2681,117.693 left offset char 0.8,0 front tc rgb '#d62728' font ',14'
 plot 'roofline-fusion-attention-cpu.roofs.dat' index 0 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "fp32 FMA peak 328 GFLOP/s (2 threads)", \
      'roofline-fusion-attention-cpu.roofs.dat' index 1 using 1:2 with lines lw 1.5 lc rgb '#9ecae1' title "L1 662 GB/s", \
      'roofline-fusion-attention-cpu.roofs.dat' index 2 using 1:2 with lines lw 1.5 lc rgb '#6baed6' title "L2 167 GB/s", \
      'roofline-fusion-attention-cpu.roofs.dat' index 3 using 1:2 with lines lw 1.5 lc rgb '#3182bd' title "L3 84.2 GB/s", \
      'roofline-fusion-attention-cpu.roofs.dat' index 4 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "DRAM triad 22.1 GB/s (2 threads)", \
-     'roofline-fusion-attention-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: naive  69.6 GFLOP/s", \
-     'roofline-fusion-attention-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: tiled  131 GFLOP/s"
+     'roofline-fusion-attention-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: naive  94.3 GFLOP/s", \
+     'roofline-fusion-attention-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: tiled  147 GFLOP/s"
 set terminal pngcairo size 1280,800 noenhanced font 'Sans,11'
 set output 'roofline-fusion-attention-cpu.png'
 replot

@@ -19,19 +19,19 @@ set rmargin at screen 0.64
 set lmargin at screen 0.08
 set tmargin at screen 0.88
 set bmargin at screen 0.10
-set label 1 "0: naive" at 0.668682,0.820483 left boxed front tc rgb '#7f7f7f'
-set label 2 "1: simd_passes" at 0.668682,11.4302 left boxed front tc rgb '#2ca02c'
-set label 3 "2: fused" at 2.67326,34.9599 left boxed front tc rgb '#9467bd'
-set arrow from 0.531153,0.820483 to 2.00492,29.9246 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
-set label 4 "42.6x" at 1.06201,5.35574 right offset char -0.8,0 front tc rgb '#d62728' font ',14'
+set label 1 "0: naive" at 0.668682,0.823168 left boxed front tc rgb '#7f7f7f'
+set label 2 "1: simd_passes" at 0.668682,15.0782 left boxed front tc rgb '#2ca02c'
+set label 3 "2: fused" at 2.67326,32.4024 left boxed front tc rgb '#9467bd'
+set arrow from 0.531153,0.823168 to 2.00274,27.7468 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
+set label 4 "39.4x" at 1.06201,5.16455 right offset char -0.8,0 front tc rgb '#d62728' font ',14'
 plot 'roofline-fusion-bias_gelu_ln-cpu.roofs.dat' index 0 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "fp32 FMA peak 328 GFLOP/s (2 threads)", \
      'roofline-fusion-bias_gelu_ln-cpu.roofs.dat' index 1 using 1:2 with lines lw 1.5 lc rgb '#9ecae1' title "L1 662 GB/s", \
      'roofline-fusion-bias_gelu_ln-cpu.roofs.dat' index 2 using 1:2 with lines lw 1.5 lc rgb '#6baed6' title "L2 167 GB/s", \
      'roofline-fusion-bias_gelu_ln-cpu.roofs.dat' index 3 using 1:2 with lines lw 1.5 lc rgb '#3182bd' title "L3 84.2 GB/s", \
      'roofline-fusion-bias_gelu_ln-cpu.roofs.dat' index 4 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "DRAM triad 22.1 GB/s (2 threads)", \
      'roofline-fusion-bias_gelu_ln-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: naive  0.82 GFLOP/s", \
-     'roofline-fusion-bias_gelu_ln-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: simd_passes  11.4 GFLOP/s", \
-     'roofline-fusion-bias_gelu_ln-cpu.points.dat' index 2 using 1:2 with points pt 7 ps 2 lc rgb '#9467bd' title "2: fused  35.0 GFLOP/s"
+     'roofline-fusion-bias_gelu_ln-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: simd_passes  15.1 GFLOP/s", \
+     'roofline-fusion-bias_gelu_ln-cpu.points.dat' index 2 using 1:2 with points pt 7 ps 2 lc rgb '#9467bd' title "2: fused  32.4 GFLOP/s"
 set terminal pngcairo size 1280,800 noenhanced font 'Sans,11'
 set output 'roofline-fusion-bias_gelu_ln-cpu.png'
 replot

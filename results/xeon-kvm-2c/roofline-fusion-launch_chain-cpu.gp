@@ -19,17 +19,17 @@ set rmargin at screen 0.64
 set lmargin at screen 0.08
 set tmargin at screen 0.88
 set bmargin at screen 0.10
-set label 1 "0: per_op_dispatch" at 0.314731,3.31964 left boxed front tc rgb '#7f7f7f'
-set label 2 "1: fused" at 5.0357,25.7379 left boxed front tc rgb '#2ca02c'
-set arrow from 0.25,3.31964 to 3.55438,23.5874 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
-set label 3 "7.75x" at 1,9.24342 right offset char -0.8,0 front tc rgb '#d62728' font ',14'
+set label 1 "0: per_op_dispatch" at 0.314731,2.76121 left boxed front tc rgb '#7f7f7f'
+set label 2 "1: fused" at 5.0357,22.7862 left boxed front tc rgb '#2ca02c'
+set arrow from 0.25,2.76121 to 3.56063,20.8548 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
+set label 3 "8.25x" at 1,7.93204 right offset char -0.8,0 front tc rgb '#d62728' font ',14'
 plot 'roofline-fusion-launch_chain-cpu.roofs.dat' index 0 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "fp32 FMA peak 328 GFLOP/s (2 threads)", \
      'roofline-fusion-launch_chain-cpu.roofs.dat' index 1 using 1:2 with lines lw 1.5 lc rgb '#9ecae1' title "L1 662 GB/s", \
      'roofline-fusion-launch_chain-cpu.roofs.dat' index 2 using 1:2 with lines lw 1.5 lc rgb '#6baed6' title "L2 167 GB/s", \
      'roofline-fusion-launch_chain-cpu.roofs.dat' index 3 using 1:2 with lines lw 1.5 lc rgb '#3182bd' title "L3 84.2 GB/s", \
      'roofline-fusion-launch_chain-cpu.roofs.dat' index 4 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "DRAM triad 22.1 GB/s (2 threads)", \
-     'roofline-fusion-launch_chain-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: per_op_dispatch  3.32 GFLOP/s", \
-     'roofline-fusion-launch_chain-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: fused  25.7 GFLOP/s"
+     'roofline-fusion-launch_chain-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: per_op_dispatch  2.76 GFLOP/s", \
+     'roofline-fusion-launch_chain-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: fused  22.8 GFLOP/s"
 set terminal pngcairo size 1280,800 noenhanced font 'Sans,11'
 set output 'roofline-fusion-launch_chain-cpu.png'
 replot

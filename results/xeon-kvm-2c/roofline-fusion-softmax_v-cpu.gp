@@ -19,17 +19,17 @@ set rmargin at screen 0.64
 set lmargin at screen 0.08
 set tmargin at screen 0.88
 set bmargin at screen 0.10
-set label 1 "0: unfused" at 9.3448,96.6944 right boxed front tc rgb '#7f7f7f'
-set label 2 "1: fused" at 27.7115,120.193 right boxed front tc rgb '#2ca02c'
-set arrow from 11.7644,96.6944 to 29.91,116.547 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
-set label 3 "1.24x" at 20.2589,107.805 left offset char 0.8,0 front tc rgb '#d62728' font ',14'
+set label 1 "0: unfused" at 9.3448,85.0484 right boxed front tc rgb '#7f7f7f'
+set label 2 "1: fused" at 27.7115,122.809 right boxed front tc rgb '#2ca02c'
+set arrow from 11.7644,85.0484 to 30.4096,117.238 head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front
+set label 3 "1.44x" at 20.2589,102.199 left offset char 0.8,0 front tc rgb '#d62728' font ',14'
 plot 'roofline-fusion-softmax_v-cpu.roofs.dat' index 0 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "fp32 FMA peak 328 GFLOP/s (2 threads)", \
      'roofline-fusion-softmax_v-cpu.roofs.dat' index 1 using 1:2 with lines lw 1.5 lc rgb '#9ecae1' title "L1 662 GB/s", \
      'roofline-fusion-softmax_v-cpu.roofs.dat' index 2 using 1:2 with lines lw 1.5 lc rgb '#6baed6' title "L2 167 GB/s", \
      'roofline-fusion-softmax_v-cpu.roofs.dat' index 3 using 1:2 with lines lw 1.5 lc rgb '#3182bd' title "L3 84.2 GB/s", \
      'roofline-fusion-softmax_v-cpu.roofs.dat' index 4 using 1:2 with lines lw 3 lc rgb '#1a1a1a' title "DRAM triad 22.1 GB/s (2 threads)", \
-     'roofline-fusion-softmax_v-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: unfused  96.7 GFLOP/s", \
-     'roofline-fusion-softmax_v-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: fused  120 GFLOP/s"
+     'roofline-fusion-softmax_v-cpu.points.dat' index 0 using 1:2 with points pt 5 ps 2 lc rgb '#7f7f7f' title "0: unfused  85.0 GFLOP/s", \
+     'roofline-fusion-softmax_v-cpu.points.dat' index 1 using 1:2 with points pt 7 ps 2 lc rgb '#2ca02c' title "1: fused  123 GFLOP/s"
 set terminal pngcairo size 1280,800 noenhanced font 'Sans,11'
 set output 'roofline-fusion-softmax_v-cpu.png'
 replot

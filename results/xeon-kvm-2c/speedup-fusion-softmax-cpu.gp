@@ -7,7 +7,7 @@ set ylabel 'speedup over the naive rung (x)'
 set xlabel 'variant (rung: name)'
 set xrange [-0.6:2.6]
 set format y '%gx'
-set yrange [0:2.22186]
+set yrange [0:2.0385]
 set grid ytics lc rgb '#e5e5e5'
 set xtics rotate by 25 right nomirror
 set key off
