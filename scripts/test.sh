@@ -10,5 +10,5 @@ ctest --preset release -j "$(nproc)" --timeout 600
 
 echo "== cuda-emu under AddressSanitizer"
 cmake --preset asan >/dev/null
-cmake --build --preset asan -j "$(nproc)" --target test_emu test_vectorization test_fusion
+cmake --build --preset asan -j "$(nproc)" --target test_emu test_vectorization test_fusion test_layout test_precision_cuda
 ctest --preset asan -j "$(nproc)" --timeout 600 -R "Emu"
