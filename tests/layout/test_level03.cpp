@@ -1,0 +1,120 @@
+// `memwall grade 03` (layout, exercise transpose-cpu): each negative control
+// loses its points for the right reason, the naive stub (rung 0 of the
+// lesson) is correct but slow, and the reference solution (the project's
+// blocked rung) gets full marks. The CUDA exercise is graded for correctness
+// under cuda-emu. The controls are in tests/layout/submissions/.
+#include <gtest/gtest.h>
+
+#include "../grade/grade_run.hpp"
+
+namespace {
+
+using namespace grade_test;
+
+const std::string kExercise = kSource + "/levels/03-layout/exercise";
+
+GradeRun grade03(const std::string& args) { return grade_level("03", args); }
+
+// 60 correctness points over 8 shapes. Shapes with one row (1 x 1, 1 x 1000)
+// are degenerate: their transpose is a copy.
+constexpr double kShape = 60.0 / 8;
+constexpr double kSlack = 1e-9;
+
+class LayoutGradeRejects : public testing::TestWithParam<Control> {};
+
+TEST_P(LayoutGradeRejects, LosesItsPointsForTheRightReason) {
+    const Control& c = GetParam();
+    const GradeRun r = grade03(control(c.file) + " --seed 11 " + c.extra);
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(r.doc.is_object()) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "transpose-cpu");
+    EXPECT_LE(r.doc["score"].get<double>(), c.max_points) << r.doc.dump(2);
+    EXPECT_EQ(points(r.doc, "speed"), 0) << "no speed credit without full correctness";
+    EXPECT_NE(failures(r.doc).find(c.reason), std::string::npos)
+        << "expected a failure mentioning '" << c.reason << "', got:\n" << failures(r.doc);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Controls, LayoutGradeRejects,
+    testing::Values(
+        // A copy is a transpose only when there is one row.
+        Control{"transpose_untransposed.cpp", "elements differ", 2 * kShape + kSlack},
+        // Every correctness shape has a partial tile; their elements stay NaN.
+        Control{"transpose_full_tiles_only.cpp", "elements differ", kSlack},
+        // Writes past the end of `out` on every shape: a crash, not a pass.
+        Control{"transpose_unclipped_edges.cpp", "SIGSEGV", kSlack},
+        // Right values, stray writes past the end: only the guard page sees them.
+        Control{"transpose_pads_output.cpp", "SIGSEGV", kSlack},
+        Control{"transpose_mutates_input.cpp", "wrote into its input in", kSlack}),
+    [](const testing::TestParamInfo<Control>& i) { return std::filesystem::path(i.param.file).stem().string(); });
+
+// The stray writes of the padding control are its only fault: every shape
+// crashes, none is merely wrong.
+TEST(LayoutGrade, WritesPastTheEndAreCrashesOnEveryShape) {
+    const GradeRun r = grade03(control("transpose_pads_output.cpp") + " --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    int crashed = 0, shapes = 0;
+    for (auto& t : r.doc["tests"]) {
+        if (t["kind"] != "correctness") continue;
+        ++shapes;
+        const std::string out = t["output"].get<std::string>();
+        EXPECT_FALSE(t["passed"].get<bool>()) << t["name"];
+        EXPECT_EQ(out.find("elements differ"), std::string::npos) << t["name"] << ": " << out;
+        crashed += out.find("SIGSEGV") != std::string::npos;
+    }
+    EXPECT_EQ(shapes, 8);
+    EXPECT_EQ(crashed, shapes) << failures(r.doc);
+}
+
+TEST(LayoutGrade, NaiveStubIsCorrectButSlow) {
+    const GradeRun r = grade03("--submission " + kExercise + "/transpose_cpu.cpp --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr);
+    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
+    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
+}
+
+TEST(LayoutGrade, ReferenceSolutionGetsFullMarks) {
+    // The solution runs the reference variant's own tiled loop, so its ratio
+    // is ~1; full credit starts at 0.75. A busy machine can spoil one
+    // measurement: up to three tries.
+    GradeRun r;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        r = grade03("--submission " + kExercise + "/solutions/transpose_cpu_reference.cpp --seed " +
+                    std::to_string(attempt));
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
+        if (r.doc["score"].get<double>() == r.doc["max_score"].get<double>()) break;
+    }
+    EXPECT_EQ(r.doc["score"].get<double>(), 100) << (*find_test(r.doc, "speed"))["output"];
+}
+
+// --- the CUDA exercise, correctness only, under cuda-emu --------------------------
+
+TEST(LayoutGradeCudaEmu, ReferenceSolutionIsCorrectSpeedNotGraded) {
+    const GradeRun r =
+        grade03("--submission " + kExercise + "/solutions/transpose_cuda_reference.cu --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "transpose-cuda");
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+    EXPECT_EQ(r.doc["max_score"].get<double>(), 60) << "speed points need a real GPU";
+}
+
+TEST(LayoutGradeCudaEmu, MissingSyncthreadsFails) {
+    const GradeRun r = grade03(control("transpose_cuda_missing_sync.cu") + " --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "transpose-cuda");
+    EXPECT_LE(r.doc["score"].get<double>(), 60.0 / 6 + kSlack) << r.doc.dump(2);  // 1 x 1 may pass
+    EXPECT_NE(failures(r.doc).find("elements differ"), std::string::npos) << failures(r.doc);
+}
+
+TEST(LayoutGradeCudaEmu, NaiveStubIsCorrect) {
+    const GradeRun r = grade03("--submission " + kExercise + "/transpose_cuda.cu --backend cuda-emu --seed 4");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["exercise"], "transpose-cuda");
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+}
+
+}  // namespace
