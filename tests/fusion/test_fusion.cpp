@@ -14,20 +14,16 @@
 #include "harness/memtrack.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
+#include "tests/oracle_cases.hpp"
 
 namespace {
 
-struct Case {
-    const mw::Variant* variant;
-    mw::Shape shape;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-    *os << c.variant->op << "/" << c.variant->name << " (" << mw::to_string(c.variant->backend) << ") at "
-        << c.shape.str();
-}
-
-mw::Shape shape(std::initializer_list<std::pair<const std::string, std::int64_t>> axes) { return {axes}; }
+using mw::test::Case;
+using mw::test::case_name;
+using mw::test::check_case;
+using mw::test::fixture_for;
+using mw::test::Fixture;
+using mw::test::shape;
 
 // Shapes per op; `emu` keeps them small (one fiber per CUDA thread).
 std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
@@ -77,54 +73,7 @@ std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
 
 const std::vector<std::string> kOps = {"bias_gelu_ln", "softmax", "softmax_v", "launch_chain", "ln_gelu", "attention"};
 
-std::vector<Case> cases(mw::Backend b) {
-    std::vector<Case> out;
-    for (auto& op : kOps)
-        for (auto* v : mw::variants_of(op, b))
-            for (auto& s : shapes(op, b == mw::Backend::cuda_emu)) out.push_back({v, s});
-    return out;
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-    std::string n = info.param.variant->op + "_" + info.param.variant->name;
-    for (auto& [k, v] : info.param.shape.axes) n += "_" + k + std::to_string(v);
-    return n;
-}
-
-struct Fixture {
-    mw::Problem problem;
-    std::vector<std::vector<double>> oracle;
-    double naive_rel_fro = -1;
-};
-
-Fixture& fixture_for(const std::string& op_name, const mw::Shape& s) {
-    static std::map<std::string, Fixture> cache;
-    const std::string key = op_name + "/" + s.str();
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    const mw::Op* op = mw::find_op(op_name);
-    Fixture f;
-    f.problem = op->make_problem(s, mw::DType::f32, 20261122);
-    f.oracle = op->oracle(f.problem);
-    for (auto* v : mw::variants_of(op_name, mw::Backend::cpu))
-        if (v->role == mw::Role::reference) f.naive_rel_fro = mw::check_variant(*op, *v, f.problem, f.oracle).rel_fro;
-    return cache.emplace(key, std::move(f)).first->second;
-}
-
-void check_case(const Case& c) {
-    std::string why;
-    if (!mw::runnable_here(*c.variant, &why)) GTEST_SKIP() << c.variant->name << ": " << why;
-    const mw::Op* op = mw::find_op(c.variant->op);
-    ASSERT_NE(op, nullptr);
-    Fixture& f = fixture_for(c.variant->op, c.shape);
-    auto r = mw::check_variant(*op, *c.variant, f.problem, f.oracle);
-    EXPECT_TRUE(r.correct) << r.message;
-    mw::CheckResult cr;
-    cr.rel_fro = r.rel_fro;
-    mw::apply_baseline_rule(cr, f.naive_rel_fro, op->check.baseline_factor, mw::DType::f32,
-                            op->check.reduction_length(c.shape));
-    EXPECT_TRUE(cr.ok) << cr.message;
-}
+std::vector<Case> cases(mw::Backend b) { return mw::test::cases(kOps, b, shapes); }
 
 class FusionCpu : public testing::TestWithParam<Case> {};
 TEST_P(FusionCpu, MatchesOracle) { check_case(GetParam()); }
