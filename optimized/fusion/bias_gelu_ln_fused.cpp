@@ -16,7 +16,6 @@
 #include <omp.h>
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <vector>
 

@@ -20,8 +20,9 @@ using simd::splat;
 // Software prefetch, kAhead floats (4 KiB) ahead of the loads. The exp loops
 // run ~15 instructions per vector, so the out-of-order window holds only a
 // few of their loads and the hardware prefetcher alone leaves DRAM latency
-// exposed: measured here, a sum-of-exp sweep streamed at half the speed of
-// its in-L1 compute plus a pure read sweep. Prefetching past the end of a
+// exposed (compare `memwall run softmax` at a shape that fits L2 with one far
+// beyond the L3: without the prefetch the sum sweep's time was about its
+// in-cache compute plus a pure read sweep). Prefetching past the end of a
 // row touches the next row, which a thread usually reads next.
 constexpr long kAhead = 1024;
 MW_SIMD_INLINE void ahead(const float* p) { __builtin_prefetch(p + kAhead, 0, 3); }
@@ -68,8 +69,8 @@ template <class V> MW_SIMD_INLINE float row_sum_exp(const float* x, long n, floa
 // cannot overflow; the result s * exp(m) is the same sum either way, and the
 // normalize sweep uses the same m. For typical rows m moves a handful of
 // times, so the loop costs what the three-sweep rung's sum sweep costs — its
-// max sweep is simply gone. (Rescaling at every new maximum, or taking each
-// chunk's exact maximum first, measured ~10% slower here.)
+// max sweep is simply gone. (Taking each chunk's exact maximum first cost an
+// extra L1 pass and a horizontal max per chunk.)
 inline constexpr float kSlack = 20.0f;
 template <class V> MW_SIMD_INLINE void row_online_stats(const float* x, long n, float* m_out, float* s_out) {
     constexpr int W = simd::width<V>;

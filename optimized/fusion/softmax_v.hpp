@@ -21,6 +21,10 @@ void row_stats(const float* X, long C, int mb, float* m, float* inv);
 void probs(const float* X, long ldx, int mb, int kc, const float* m, const float* inv, float* P, long ldp,
            bool stream);
 
+// Throws unless d fits one GEMM column block (both rungs multiply by V as a
+// single NC block of packed panels).
+void check_d(std::int64_t d, const gemm::cpu::Kernel& k);
+
 // Floats of one thread's packed-A panel buffer.
 long a_floats(const gemm::cpu::Kernel& k);
 

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <stdexcept>
 #include <vector>
 
 #include "optimized/fusion/softmax_v.hpp"
@@ -30,9 +29,7 @@ Instance prepare(Problem& p) {
     const float* V = p.in("V").as<float>();
     float* O = p.out("O").as<float>();
     const gemm::cpu::Kernel& k = gemm::cpu::select_kernel();
-    if (d > k.nc)
-        throw std::runtime_error("softmax_v fused: d=" + std::to_string(d) + " is larger than one GEMM column block (" +
-                                 std::to_string(k.nc) + ")");
+    softmax_v::check_d(d, k);
     const int threads = omp_get_max_threads();
     const long tile = long(k.mc) * k.kc;
     std::shared_ptr<float> Vp(gemm::cpu::alloc_floats(gemm::cpu::packed_b_floats(C, d, k.nr)).release(), std::free);

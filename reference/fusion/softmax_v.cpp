@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "harness/inputs.hpp"
@@ -76,6 +78,11 @@ void probs(const float* X, long ldx, int mb, int kc, const float* m, const float
     (simd::pick() == simd::Isa::avx512 ? &probs512 : &probs256)(X, ldx, mb, kc, m, inv, P, ldp, stream);
 }
 long a_floats(const gemm::cpu::Kernel& k) { return gemm::cpu::packed_a_floats(k.mc, k.kc, k.mr); }
+void check_d(std::int64_t d, const gemm::cpu::Kernel& k) {
+    if (d > k.nc)
+        throw std::runtime_error("softmax_v: d=" + std::to_string(d) + " is larger than one GEMM column block (" +
+                                 std::to_string(k.nc) + ")");
+}
 
 }  // namespace softmax_v
 
@@ -113,19 +120,13 @@ std::vector<std::vector<double>> oracle(const Problem& p) {
     return {std::move(O)};
 }
 
-void check_d(const Problem& p, const gemm::cpu::Kernel& k) {
-    if (p.shape["d"] > k.nc)
-        throw std::runtime_error("softmax_v: d=" + std::to_string(p.shape["d"]) + " is larger than one GEMM column block (" +
-                                 std::to_string(k.nc) + ")");
-}
-
 Instance prepare_unfused(Problem& p) {
     const int R = int(p.shape["rows"]), C = int(p.shape["cols"]), d = int(p.shape["d"]);
     const float* X = p.in("X").as<float>();
     const float* V = p.in("V").as<float>();
     float* O = p.out("O").as<float>();
     const gemm::cpu::Kernel& k = gemm::cpu::select_kernel();
-    check_d(p, k);
+    softmax_v::check_d(d, k);
     const int threads = omp_get_max_threads();
     std::shared_ptr<float> P(gemm::cpu::alloc_floats(long(R) * C).release(), std::free);
     std::shared_ptr<float> Vp(gemm::cpu::alloc_floats(gemm::cpu::packed_b_floats(C, d, k.nr)).release(), std::free);
