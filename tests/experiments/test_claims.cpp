@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/commands/formulas.hpp"
+#include "harness/claims/formulas.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "harness/commands/formulas.hpp"
+#include "harness/claims/formulas.hpp"
 #include "harness/runner.hpp"
 
 using namespace mw::calc;

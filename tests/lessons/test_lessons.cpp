@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/commands/lesson_render.hpp"
+#include "harness/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
 #include "reference/vectorization/gemm.hpp"
 

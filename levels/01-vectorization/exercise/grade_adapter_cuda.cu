@@ -1,6 +1,6 @@
 // How `memwall grade` calls a gemm-cuda submission (compiled with nvcc for a
 // GPU, or with g++ -DMEMWALL_EMU=1 for cuda-emu, together with the student's
-// file and harness/commands/grade_worker.hpp).
+// file and harness/grade/grade_worker.hpp).
 //
 // Per call: upload A and B, poison C on the device (0xFF bytes = NaN), time the
 // student's call with CUDA events, download C, and copy the device A and B back
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "harness/cuda/launch.hpp"
-#include "harness/commands/grade_worker.hpp"
+#include "harness/grade/grade_worker.hpp"
 
 void student_gemm_cuda(const float* dA, const float* dB, float* dC, int M, int N, int K, cudaStream_t stream);
 

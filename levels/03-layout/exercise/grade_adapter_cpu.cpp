@@ -1,5 +1,5 @@
 // How `memwall grade` calls a transpose-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/commands/
+// with the student's file into the grader's worker program (harness/grade/
 // grade_worker.hpp). Buffers arrive in the op's order: input `in` [R][C],
 // output `out` [C][R] (already poisoned with NaN by the grader).
 //
@@ -26,7 +26,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/commands/grade_worker.hpp"
+#include "harness/grade/grade_worker.hpp"
 
 extern "C" void student_transpose(const float* in, float* out, int rows, int cols);
 

@@ -1,6 +1,6 @@
 // How `memwall grade` calls a transpose-cuda submission (compiled with nvcc
 // for a GPU, or with g++ -DMEMWALL_EMU=1 for cuda-emu, together with the
-// student's file and harness/commands/grade_worker.hpp).
+// student's file and harness/grade/grade_worker.hpp).
 //
 // Per call: upload `in`, poison `out` on the device (0xFF bytes = NaN), time
 // the student's call with CUDA events, download `out`, and copy the device
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "harness/cuda/launch.hpp"
-#include "harness/commands/grade_worker.hpp"
+#include "harness/grade/grade_worker.hpp"
 
 void student_transpose_cuda(const float* d_in, float* d_out, int R, int C, cudaStream_t stream);
 

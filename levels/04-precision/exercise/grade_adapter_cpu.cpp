@@ -1,5 +1,5 @@
 // How `memwall grade` calls an int4-gemv-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/commands/
+// with the student's file into the grader's worker program (harness/grade/
 // grade_worker.hpp). Buffers arrive in the op's order: inputs W (fp32) and x,
 // output y (already poisoned with NaN by the grader).
 //
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/commands/grade_worker.hpp"
+#include "harness/grade/grade_worker.hpp"
 
 // The quantizer and the little of the harness it needs, compiled in: the
 // worker is a separate program and is not linked with the harness.

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "harness/cli.hpp"
-#include "harness/commands/formulas.hpp"
+#include "harness/claims/formulas.hpp"
 #include "harness/runner.hpp"
 
 namespace mw {

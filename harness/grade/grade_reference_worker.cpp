@@ -16,7 +16,7 @@
 #include <map>
 
 #include "harness/cli.hpp"
-#include "harness/commands/grade_protocol.hpp"
+#include "harness/grade/grade_protocol.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 

@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/commands/grade_protocol.hpp"
+#include "harness/grade/grade_protocol.hpp"
 
 namespace mw::grade {
 

@@ -25,7 +25,7 @@
 #include <sstream>
 
 #include "harness/cli.hpp"
-#include "harness/commands/formulas.hpp"
+#include "harness/claims/formulas.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 

@@ -26,8 +26,8 @@
 #include <thread>
 
 #include "harness/cli.hpp"
-#include "harness/commands/grade.hpp"
-#include "harness/commands/lesson_render.hpp"
+#include "harness/grade/grade.hpp"
+#include "harness/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <regex>
 
-#include "harness/commands/grade.hpp"
+#include "harness/grade/grade.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 

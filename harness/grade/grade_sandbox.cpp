@@ -1,6 +1,6 @@
 // Child processes for `memwall grade`; see grade_sandbox.hpp for what a child
 // can and cannot reach.
-#include "harness/commands/grade_sandbox.hpp"
+#include "harness/grade/grade_sandbox.hpp"
 
 #include <fcntl.h>
 #include <grp.h>

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "harness/commands/grade.hpp"
+#include "harness/grade/grade.hpp"
 
 namespace mw::grade {
 

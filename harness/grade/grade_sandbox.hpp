@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/commands/grade_protocol.hpp"
+#include "harness/grade/grade_protocol.hpp"
 
 namespace mw::grade {
 

@@ -20,7 +20,7 @@
 //     reference's, so a fast-but-wrong (or cached) timed call earns nothing;
 //     the speed shape is checked against the oracle before and after timing;
 //     the round trip's fixed cost (measured with empty calls) is subtracted.
-#include "harness/commands/grade.hpp"
+#include "harness/grade/grade.hpp"
 
 #include <omp.h>
 #include <sys/syscall.h>
@@ -40,7 +40,7 @@
 
 #include "harness/check.hpp"
 #include "harness/cli.hpp"
-#include "harness/commands/grade_sandbox.hpp"
+#include "harness/grade/grade_sandbox.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"

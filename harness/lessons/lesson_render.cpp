@@ -1,6 +1,6 @@
 // Placeholders in lesson text, resolved against results files (see
 // lesson_render.hpp for the syntax).
-#include "harness/commands/lesson_render.hpp"
+#include "harness/lessons/lesson_render.hpp"
 
 #include <algorithm>
 #include <cctype>

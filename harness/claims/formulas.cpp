@@ -5,7 +5,7 @@
 // outputs in canonical units. The functions are deliberately plain
 // arithmetic, so that a reader can check them against the seed texts line
 // by line, and tests/experiments/ checks them against hand computations.
-#include "harness/commands/formulas.hpp"
+#include "harness/claims/formulas.hpp"
 
 #include <algorithm>
 #include <cmath>
