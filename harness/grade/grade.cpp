@@ -1,25 +1,33 @@
 // `memwall grade <level> --submission FILE`: grade a student's exercise.
 //
-// Why it cannot be fooled (each item is a failure mode a submission could
-// otherwise exploit):
-//   - the submission runs in a child process built from a fresh exec; it
-//     sees only a shared mapping holding the current call's inputs and a
-//     poisoned (NaN) output area. The oracle is computed by the grader after
-//     the child has answered, in the grader's own memory;
+// Why it cannot be fooled or escaped (each item is something a submission,
+// written by someone who has read this file, could otherwise exploit):
+//   - the submission is compiled and run in a bubblewrap sandbox (sandbox.hpp):
+//     its own PID, mount, IPC and network namespaces, a read-only /usr with
+//     BLAS hidden, a private /tmp, nothing of the grader's files; as `nobody`
+//     when the grader is root; with cgroup caps on processes, total memory and
+//     total CPU time where the machine has them, and frozen between calls;
+//   - it sees only a shared mapping holding the current call's inputs and a
+//     poisoned (NaN) output area, every buffer between guard pages and
+//     canaries; the oracle is computed by the grader after the call, in the
+//     grader's own memory;
 //   - inputs come from a seed the submission never sees (--seed for practice,
 //     an instructor's secret, or a fresh random one); every correctness shape
 //     is called twice with different inputs, so an answer cached from the
 //     first call is wrong on the second;
 //   - after every call the inputs are compared byte for byte with the
-//     grader's private copy, so writing into A is caught;
-//   - crashes, exceptions and endless loops (wall-time limit, process group
-//     killed) cost the calls they hit, never the grader;
-//   - speed: the reference variant runs in the grader, on the same inputs,
-//     interleaved round by round with the submission, best of N each; every
-//     timed call gets fresh inputs and its output is compared with the
-//     reference's, so a fast-but-wrong (or cached) timed call earns nothing;
-//     the speed shape is checked against the oracle before and after timing;
-//     the round trip's fixed cost (measured with empty calls) is subtracted.
+//     grader's private copy and the canaries around every buffer are checked;
+//   - crashes, exceptions, endless loops and limits cost the calls they hit,
+//     never the grader, and never the report: it is written after every
+//     process of the submission is gone;
+//   - speed: every time is taken by the grader's clock around the call (the
+//     round trip's fixed cost is measured on the reference worker, which runs
+//     no submission code); the reference variant runs outside the sandbox, on
+//     the same inputs, interleaved round by round with the submission, best of
+//     N each; every timed call gets fresh inputs and its output is compared
+//     with the reference's (exactly, for exact exercises), so a fast-but-wrong
+//     (or cached) timed call earns nothing; the speed shape is checked against
+//     the oracle before and after timing.
 #include "harness/grade/grade.hpp"
 
 #include <omp.h>
@@ -34,13 +42,15 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "harness/check.hpp"
 #include "harness/cli.hpp"
-#include "harness/grade/grade_sandbox.hpp"
+#include "harness/grade/sandbox.hpp"
+#include "reference/precision/quant.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
@@ -196,10 +206,9 @@ bool built_with_asan() {
 #endif
 }
 
-std::vector<std::string> child_env(const fs::path& tmp, int threads) {
-    return {"PATH=/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C", "HOME=" + tmp.string(),
-            "TMPDIR=" + tmp.string(), "OMP_NUM_THREADS=" + std::to_string(threads),
-            "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
+std::vector<std::string> child_env(int threads) {
+    return {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
+            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
 }
 
 std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
@@ -236,41 +245,49 @@ std::string first_lines(std::string log, const std::string& tmp_name, const std:
     return out;
 }
 
-Build build_submission(const Exercise& x, Backend b, const fs::path& submission, const fs::path& tmp) {
+Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs::path& submission,
+                       const fs::path& tmp) {
     Build r;
-    // A copy the unprivileged compiler can read, with the extension its
-    // language needs.
-    const fs::path src = tmp / (b == Backend::cpu ? "submission.cpp" : "submission.cu");
+    // A copy in the compiler's writable folder, with the extension its
+    // language needs; the compiler sees the project's sources read-only and
+    // nothing else of the grader's.
+    const fs::path dir = tmp / "build";
+    const fs::path src = dir / (b == Backend::cpu ? "submission.cpp" : "submission.cu");
     fs::copy_file(submission, src, fs::copy_options::overwrite_existing);
     fs::permissions(src, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                              fs::perms::others_read);
-    r.exe = tmp / "worker";
-    const auto cmd = compile_command(x, b, src, r.exe);
-    for (auto& a : cmd) r.command += (r.command.empty() ? "" : " ") + a;
+    r.exe = dir / "worker";
+    ChildSpec spec;
+    spec.argv = compile_command(x, b, src, r.exe);
+    for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
+    spec.env = child_env(1);
+    for (const char* sub : {"harness", "reference", "optimized", "levels"}) spec.ro_binds.push_back(source_dir() / sub);
+    if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
+    spec.rw_binds = {dir.string()};
+    spec.chdir = dir.string();
+    spec.limits = {.wall_s = kCompileLimitS, .memory_mb = built_with_asan() ? 0u : 8192u, .max_tasks = 64,
+                   .cpu_s = 2 * kCompileLimitS};
+    const Log log;
     const double t0 = now_s();
-    const Exit e = run_to_completion(cmd, tmp / "compile.log",
-                                     {.wall_s = kCompileLimitS, .memory_mb = built_with_asan() ? 0u : 8192u},
-                                     child_env(tmp, 1));
+    const Exit e = run_to_completion(sb, spec, log);
     r.seconds = now_s() - t0;
-    const std::string log = log_tail(tmp / "compile.log", 1 << 20);
-    r.ok = !e.timed_out && e.signal == 0 && e.exit_code == 0 && fs::exists(r.exe);
-    r.log = first_lines(log, src.string(), submission.filename().string(), r.ok ? 10 : 30);
-    if (!r.ok && e.exit_code != 1) r.log += "compiler " + e.describe(kCompileLimitS) + "\n";
+    r.ok = !e.timed_out && !e.cpu_exceeded && e.signal == 0 && e.exit_code == 0 && fs::is_regular_file(fs::symlink_status(r.exe));
+    r.log = first_lines(log.tail(1 << 20), src.string(), submission.filename().string(), r.ok ? 10 : 30);
+    if (!r.ok && e.exit_code != 1) r.log += "compiler " + e.describe(kCompileLimitS, spec.limits) + "\n";
     return r;
 }
 
 // --- running calls in the worker ----------------------------------------------
 
 struct Session {
-    std::vector<std::string> argv;  // the worker program and its arguments
-    fs::path tmp;
+    const Sandbox* sandbox = nullptr;
+    ChildSpec spec;  // the worker program, its binds and limits
     SharedMemory shm;
     Worker worker;
-    Limits limits;
-    std::vector<std::string> env;
-    double budget_left = 0;  // seconds of worker time left to the submission
+    double budget_left = 0;  // seconds of call time left to the submission
     int starts = 0;
-    std::string log_prefix = "worker";
+    bool left_behind = false;  // a stopped worker left a process behind
+    std::string previous_log;  // the last output of a worker that has ended
 };
 
 struct Outcome {
@@ -279,67 +296,136 @@ struct Outcome {
     double wall_s = 0, device_s = -1;
 };
 
-std::size_t align_page(std::size_t n) { return (n + 4095) / 4096 * 4096; }
+// One call's buffers: the op's problem, and the inputs the grader prepared
+// for the exercise (staged after the outputs; checked unchanged like inputs).
+struct CallData {
+    Problem p;
+    std::vector<Buffer> extras;
+};
 
-std::size_t shared_bytes(const Problem& p) {
-    std::size_t n = kHeaderBytes;
-    for (auto& b : p.inputs) n += align_page(b.size_bytes());
-    for (auto& b : p.outputs) n += align_page(b.size_bytes());
+std::size_t layout_bytes(const std::vector<const Buffer*>& all) {
+    std::size_t n = kHeaderBytes + kPage;  // header, first guard page
+    for (auto* b : all) n += area_bytes(b->size_bytes()) + kPage;
     return n;
 }
 
-// Header, inputs and poisoned outputs into the shared mapping.
-void stage(Session& s, Problem& p) {
+std::vector<const Buffer*> buffers_of(const CallData& c) {
+    std::vector<const Buffer*> all;
+    for (auto* list : {&c.p.inputs, &c.p.outputs, &c.extras})
+        for (auto& b : *list) all.push_back(&b);
+    return all;
+}
+
+// Inputs the grader prepares for an exercise ("prepared_inputs" in the level
+// manifest), so that the worker does no work of its own outside the timed call.
+std::vector<Buffer> prepare_extras(const Exercise& x, const Problem& p) {
+    if (x.prepared_inputs.empty()) return {};
+    if (x.prepared_inputs == "int4_g64_sym") {
+        namespace q = mw::precision;
+        const auto& W = p.inputs.at(0);
+        const std::int64_t n_out = p.shape.axes.at("n_out"), n_in = p.shape.axes.at("n_in");
+        q::QMatrix m = q::quantize({q::Format::int4, 64, false}, W.as<float>(), n_out, n_in);
+        m.payload.name = "Wq", m.scales.name = "scales";
+        return {m.payload, m.scales};
+    }
+    throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " asks for prepared inputs '" +
+                             x.prepared_inputs + "'; valid: int4_g64_sym");
+}
+
+CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uint64_t seed) {
+    CallData c{op.make_problem(shape, op.dtypes.at(0), seed), {}};
+    c.extras = prepare_extras(x, c.p);
+    return c;
+}
+
+// Header, inputs, poisoned outputs, extras and canaries into the shared mapping.
+void stage(Session& s, CallData& c) {
+    Problem& p = c.p;
     SharedHeader& h = s.shm.header();
     h = SharedHeader{};
     h.n_inputs = static_cast<std::uint32_t>(p.inputs.size());
     h.n_outputs = static_cast<std::uint32_t>(p.outputs.size());
-    std::size_t off = kHeaderBytes, i = 0;
-    for (auto* list : {&p.inputs, &p.outputs})
-        for (auto& b : *list) {
-            if (list == &p.outputs) poison(b);  // NaN: whatever the call leaves unwritten fails the check
-            h.offset[i] = off, h.bytes[i] = b.size_bytes();
-            std::memcpy(s.shm.base + off, b.data.get(), b.size_bytes());
-            off += align_page(b.size_bytes()), ++i;
-        }
+    h.n_extras = static_cast<std::uint32_t>(c.extras.size());
+    const auto all = buffers_of(c);
+    if (all.size() > static_cast<std::size_t>(kMaxBuffers)) throw std::runtime_error("too many buffers for one call");
+    h.mapped_bytes = layout_bytes(all);
+    if (h.mapped_bytes > s.shm.size) throw std::runtime_error("the shared mapping is too small for this call");
+    std::memset(s.shm.base + kHeaderBytes, kCanary, kPage);
+    std::size_t area = kHeaderBytes + kPage;
+    for (auto& b : p.outputs) poison(b);  // NaN: whatever the call leaves unwritten fails the check
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::size_t bytes = all[i]->size_bytes(), span = area_bytes(bytes);
+        std::memset(s.shm.base + area, kCanary, span + kPage);
+        h.offset[i] = buffer_start(area, bytes), h.bytes[i] = bytes;
+        std::memcpy(s.shm.base + h.offset[i], all[i]->data.get(), bytes);
+        area += span + kPage;
+    }
     for (auto& [name, v] : p.shape.axes) {
         std::snprintf(h.axis_names[h.n_axes], sizeof h.axis_names[0], "%s", name.c_str());
         h.axes[h.n_axes++] = v;
     }
 }
 
-// Outputs back into the problem; inputs compared with the grader's copy.
-std::string collect(Session& s, Problem& p) {
-    std::size_t off = kHeaderBytes;
-    for (auto& b : p.inputs) {
-        if (std::memcmp(s.shm.base + off, b.data.get(), b.size_bytes()) != 0) {
+// The first byte of [from, to) that is not the canary, or `to`.
+std::size_t first_changed(const unsigned char* base, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i)
+        if (base[i] != kCanary) return i;
+    return to;
+}
+
+// Outputs back into the problem; inputs and extras compared with the grader's
+// copies; canaries around every buffer checked. `h` is the grader's own copy
+// of the header it staged (the worker could have changed the shared one).
+std::string collect(Session& s, CallData& c, const SharedHeader& h) {
+    const auto all = buffers_of(c);
+    const unsigned char* base = s.shm.base;
+    if (first_changed(base, kHeaderBytes, kHeaderBytes + kPage) != kHeaderBytes + kPage)
+        return "the submission wrote before the start of its first buffer (" + all[0]->name + ")";
+    const std::size_t n_in = c.p.inputs.size(), n_out = c.p.outputs.size();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const Buffer& b = *all[i];
+        const std::size_t start = h.offset[i], end = start + b.size_bytes();
+        const std::size_t area = start + round_up(b.size_bytes(), kAlign) - area_bytes(b.size_bytes());
+        const std::size_t guard_end = start + round_up(b.size_bytes(), kAlign) + kPage;
+        if (const std::size_t at = first_changed(base, end, guard_end); at != guard_end)
+            return "the submission wrote past the end of " + b.name + " (" + std::to_string(at - end + 1) +
+                   " bytes past its last element)";
+        if (const std::size_t at = first_changed(base, area, start); at != start)
+            return "the submission wrote before the start of " + b.name + " (" + std::to_string(start - at) +
+                   " bytes before its first element)";
+        const bool is_output = i >= n_in && i < n_in + n_out;
+        if (is_output) continue;
+        if (std::memcmp(base + start, b.data.get(), b.size_bytes()) != 0) {
             std::size_t e = 0;
             const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
-            while (e < b.count && std::memcmp(s.shm.base + off + e * es, b.data.get() + e * es, es) == 0) ++e;
+            while (e < b.count && std::memcmp(base + start + e * es, b.data.get() + e * es, es) == 0) ++e;
             return "the submission wrote into its input " + b.name + " (first change at " + element_name(b, e) +
                    "); inputs are const";
         }
-        off += align_page(b.size_bytes());
     }
-    for (auto& b : p.outputs) {
-        std::memcpy(b.data.get(), s.shm.base + off, b.size_bytes());
-        off += align_page(b.size_bytes());
+    for (std::size_t k = 0; k < n_out; ++k) {
+        Buffer& b = c.p.outputs[k];
+        std::memcpy(b.data.get(), base + h.offset[n_in + k], b.size_bytes());
     }
     return {};
 }
 
 std::string crash_message(const Session& s, const CallResult& r) {
-    std::string m = "the submission " + r.exit.describe(r.wall_s);
-    if (r.exit.timed_out) m += " (time limit " + fmt("%.3g", s.limits.wall_s) + " s for all its calls)";
-    const std::string tail = log_tail(s.worker.log, 1500);
+    std::string m = "the submission " + r.exit.describe(r.wall_s, s.spec.limits);
+    if (r.exit.timed_out) m += " (time limit " + fmt("%.3g", s.spec.limits.wall_s) + " s for all its calls)";
+    const std::string tail = s.worker.log ? s.worker.log->tail(1500) : "";
     if (!tail.empty()) m += "\nits last output:\n" + tail;
     return m;
 }
 
-Outcome run_call(Session& s, Problem& p, Command cmd = kRun) {
+void stop(Session& s) {
+    if (!stop_worker(s.worker)) s.left_behind = true;
+}
+
+Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     Outcome o;
     if (s.budget_left <= 0) {
-        o.message = "not run: the time limit (" + fmt("%.3g", s.limits.wall_s) + " s) is used up";
+        o.message = "not run: the time limit (" + fmt("%.3g", s.spec.limits.wall_s) + " s) is used up";
         return o;
     }
     if (s.worker.pid < 0) {
@@ -347,16 +433,18 @@ Outcome run_call(Session& s, Problem& p, Command cmd = kRun) {
             o.message = "not run: the submission crashed too often";
             return o;
         }
-        s.worker = start_worker(s.argv, s.shm, s.tmp / (s.log_prefix + std::to_string(s.starts++) + ".log"), s.limits,
-                                s.env);
+        stop(s);  // whatever the last one left
+        s.worker = start_worker(*s.sandbox, s.spec, s.shm);
+        ++s.starts;
     }
-    if (cmd == kRun) stage(s, p);
+    SharedHeader staged;
+    if (cmd == kRun) stage(s, *c), staged = s.shm.header();
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;
     if (!r.ok) {
         o.message = crash_message(s, r);
-        if (r.exit.timed_out) s.budget_left = 0;
+        if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
         return o;
     }
     if (r.reply.status != 0) {
@@ -364,7 +452,7 @@ Outcome run_call(Session& s, Problem& p, Command cmd = kRun) {
         return o;
     }
     o.device_s = r.reply.device_seconds;
-    if (cmd == kRun) o.message = collect(s, p);
+    if (cmd == kRun) o.message = collect(s, *c, staged);
     o.ok = o.message.empty();
     return o;
 }
@@ -391,12 +479,13 @@ const OracleFn& oracle_of(const Exercise& x, const Op& op, const Variant& ref) {
 }
 
 // The submission on fresh inputs, checked against the oracle.
-Outcome checked_call(Session& s, const Op& op, const OracleFn& oracle, const Shape& shape, std::uint64_t seed) {
-    Problem p = op.make_problem(shape, op.dtypes.at(0), seed);
-    Outcome o = run_call(s, p);
+Outcome checked_call(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Shape& shape,
+                     std::uint64_t seed) {
+    CallData c = make_call(x, op, shape, seed);
+    Outcome o = run_call(s, &c);
     if (!o.ok) return o;
-    const CheckResult c = check_problem(op, p, oracle(p));  // computed only now, after the call
-    if (!c.ok) o.ok = false, o.message = c.message;
+    const CheckResult r = check_problem(op, c.p, oracle(c.p));  // computed only now, after the call
+    if (!r.ok) o.ok = false, o.message = r.message;
     return o;
 }
 
@@ -414,7 +503,7 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Oracle
         std::string out;
         bool ok = true;
         for (int call = 0; call < kCallsPerShape && ok; ++call) {
-            const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "correct/" + text, call));
+            const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "correct/" + text, call));
             if (!o.ok) ok = false, out = "call " + std::to_string(call + 1) + " of " +
                                           std::to_string(kCallsPerShape) + " (fresh inputs each call): " + o.message;
         }
@@ -427,26 +516,38 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Oracle
 // --- speed --------------------------------------------------------------------
 
 // A worker running the reference variant: this very binary, in its hidden
-// `grade-worker` mode, with the submission's thread count and memory layout.
+// `grade-worker` mode, with the submission's thread count and memory layout,
+// outside the sandbox (it runs no submission code, and nothing in the sandbox
+// can see it). Its failures are the grader's, never the submission's.
 Session reference_session(const Session& sub, const Op& op, const Variant& ref, Backend b, bool time_call) {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec) throw std::runtime_error("cannot find the memwall executable: " + ec.message());
     Session r;
-    r.argv = {self.string(), "grade-worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
-    if (time_call) r.argv.push_back("--time-call");
-    r.tmp = sub.tmp;
-    r.limits = {.wall_s = 600, .memory_mb = 0};
-    r.budget_left = r.limits.wall_s;
-    r.env = sub.env;
+    r.sandbox = sub.sandbox;
+    r.spec.argv = {self.string(), "grade-worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
+    if (time_call) r.spec.argv.push_back("--time-call");
+    r.spec.env = sub.spec.env;
+    r.spec.sandboxed = false;
+    r.spec.limits = {.wall_s = 600};
+    r.budget_left = r.spec.limits.wall_s;
     r.shm = make_shared_memory(sub.shm.size);
-    r.log_prefix = "reference";
     return r;
 }
+
+struct GraderError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // Submission output vs the reference variant's on the same inputs: both are
 // fp32 GEMMs, so each is allowed its own rounding error (scale 2).
 std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref) {
+    if (op.check.mode == CheckMode::exact) {
+        for (std::size_t k = 0; k < sub.outputs.size(); ++k)
+            if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
+                return "output " + sub.outputs[k].name + " differs from the reference's (this exercise is checked exactly)";
+        return {};
+    }
     const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
     for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
         std::vector<double> want(ref.outputs[k].count);
@@ -463,10 +564,9 @@ std::string compare_with_reference(const Op& op, const Problem& sub, const Probl
 // on a loaded one). Timing one side while the other side's threads still spin
 // would take cores from it, so each burst waits until every thread of the
 // other process (or this one's, but the caller) is asleep, 0.5 s at most.
-bool threads_idle(pid_t pid, pid_t except_tid) {
+bool threads_idle(pid_t pid) {
     std::error_code ec;
     for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        if (t.path().filename() == std::to_string(except_tid)) continue;
         std::ifstream in(t.path() / "stat");
         std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         const auto paren = stat.rfind(')');
@@ -475,9 +575,43 @@ bool threads_idle(pid_t pid, pid_t except_tid) {
     return true;
 }
 
-void wait_idle(pid_t pid, pid_t except_tid = 0) {
-    for (int i = 0; i < 500 && !threads_idle(pid, except_tid); ++i)
+// `root` and every process below it (the sandbox's processes, seen from
+// outside its PID namespace).
+std::vector<pid_t> process_tree(pid_t root) {
+    std::map<pid_t, std::vector<pid_t>> children;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator("/proc", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto paren = stat.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream rest(stat.substr(paren + 2));
+        char state = 0;
+        long ppid = 0;
+        if (rest >> state >> ppid) children[static_cast<pid_t>(ppid)].push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    std::vector<pid_t> tree = {root};
+    for (std::size_t i = 0; i < tree.size(); ++i)
+        for (pid_t c : children[tree[i]]) tree.push_back(c);
+    return tree;
+}
+
+// OpenMP threads spin for a while after a parallel region before they sleep
+// (libgomp: GOMP_SPINCOUNT, 300000 pauses: ~10 ms on an idle core, far longer
+// on a loaded one). Timing one side while the other side's threads still spin
+// would take cores from it, so each burst waits until every thread of the
+// other side is asleep, 0.5 s at most. A sandbox with a freezer is frozen
+// between its calls, which stops all of its threads and processes at once.
+void wait_idle(const Session& other) {
+    if (other.worker.pid < 0 || other.worker.cgroup) return;
+    for (int i = 0; i < 500; ++i) {
+        bool idle = true;
+        for (pid_t p : process_tree(other.worker.pid)) idle = idle && threads_idle(p);
+        if (idle) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 bool confirmed(std::vector<double> t) {
@@ -486,12 +620,15 @@ bool confirmed(std::vector<double> t) {
     return t[1] <= 1.1 * t[0];
 }
 
-double ping_overhead(Session& s) {
-    Problem none;
+// The round trip of an empty call, measured on the reference worker: it runs
+// no submission code, so nothing can make it look slower than it is (a
+// submission that delayed its own answers to empty calls would otherwise
+// have that delay subtracted from its timed calls).
+double ping_overhead(Session& trusted) {
     double best = 1e9;
     for (int i = 0; i < 20; ++i) {
-        const Outcome o = run_call(s, none, kPing);
-        if (!o.ok) return 0;
+        const Outcome o = run_call(trusted, nullptr, kPing);
+        if (!o.ok) throw GraderError("the reference worker did not answer: " + o.message);
         best = std::min(best, o.wall_s);
     }
     return best;
@@ -509,106 +646,127 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
         return t;
     };
     if (!all_correct) return result(false, 0, "no speed credit without full correctness");
-    if (const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "speed/before", 0)); !o.ok)
+    if (const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "speed/before", 0)); !o.ok)
         return result(false, 0, "wrong at the speed shape before timing: " + o.message);
 
     // The reference runs in a worker process of its own (memwall grade-worker),
     // so that both sides pay the same round trip: a process woken through a
     // pipe on a busy machine waits for a core, and timing one side in-process
-    // would hand it that wait as a head start.
-    // timing "call" (exercises whose adapter prepares its inputs, e.g. packs
-    // quantized weights, on every call): each side times only the call itself,
-    // the adapter around the student's function and the reference worker
-    // around the variant's run(), both reported in the reply.
+    // would hand it that wait as a head start. Every submission time is the
+    // grader's clock around the call minus the empty round trip measured on
+    // the reference worker. timing "call" (CPU exercises whose reference
+    // variant prepares its inputs, e.g. quantizes weights, in every call that
+    // the submission gets prepared by the grader): the reference worker times
+    // its variant's run() alone, and that is trusted because it runs no
+    // submission code.
     const bool time_call = b == Backend::cpu && x.timing == "call";
     Session r = reference_session(s, op, ref, b, time_call);
-    const double sub_overhead = ping_overhead(s), ref_overhead = ping_overhead(r);
-    auto seconds = [&](const Outcome& o, double overhead) {
-        if (b != Backend::cpu) return (o.device_s > 0 && o.device_s <= o.wall_s) ? o.device_s : o.wall_s;
-        if (time_call) {
-            if (!(o.device_s > 0 && o.device_s <= o.wall_s))
-                throw std::runtime_error("exercise " + x.id + " times the call, but its adapter reported no time");
-            return o.device_s;
-        }
-        return std::max(o.wall_s - overhead, 1e-9);
+    auto finish = [&] {
+        stop(r);
+        release(r.shm);
     };
-    const DType dt = op.dtypes.at(0);
-    {  // warm the reference's threads and pages, as the check call warmed the submission's
-        Problem w = op.make_problem(shape, dt, call_seed(seed, "speed/warm", 0));
-        if (const Outcome o = run_call(r, w); !o.ok) throw std::runtime_error("reference worker: " + o.message);
-    }
-    double best_ref = 1e30, best_sub = 1e30, spent = 0;
-    std::vector<double> refs, subs;
-    int rounds = 0, calls = 0;
-    // Stop when both bests are confirmed (a second round within 10%: one
-    // lucky or unlucky sample doesn't decide the score) and the time budget
-    // is spent, or at the round limit.
-    auto settled = [&] {
-        return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
-    };
-    for (; rounds < x.max_rounds && (rounds < kMinRounds || !settled()); ++rounds) {
-        // A round: a burst of calls from each side on the same fresh inputs,
-        // the side that goes first alternating. Within a burst a side's
-        // threads stay warm; a burst starts when the other side's are asleep.
-        std::vector<Problem> ps, pr;
-        for (int i = 0; i < kBurst; ++i) {
-            const std::uint64_t sd = call_seed(seed, "speed/round", rounds * kBurst + i);
-            ps.push_back(op.make_problem(shape, dt, sd)), pr.push_back(op.make_problem(shape, dt, sd));
-        }
-        double t_ref = 1e30, t_sub = 1e30;
-        auto ref_burst = [&] {
-            wait_idle(s.worker.pid);
-            for (auto& p : pr) {
-                const Outcome o = run_call(r, p);
-                if (!o.ok) throw std::runtime_error("reference worker: " + o.message);
-                t_ref = std::min(t_ref, seconds(o, ref_overhead));
+    try {
+        const double overhead = ping_overhead(r);
+        auto sub_seconds = [&](const Outcome& o) { return std::max(o.wall_s - overhead, 1e-9); };
+        auto ref_seconds = [&](const Outcome& o) {
+            if (time_call) {
+                if (!(o.device_s > 0 && o.device_s <= o.wall_s))
+                    throw GraderError("the reference worker reported no time for its call");
+                return o.device_s;
             }
+            return std::max(o.wall_s - overhead, 1e-9);
         };
-        if (rounds % 2 == 0) ref_burst();
-        wait_idle(r.worker.pid);
-        for (auto& p : ps) {
-            const Outcome o = run_call(s, p);
-            ++calls;
-            if (!o.ok) return result(false, 0, "timed call " + std::to_string(calls) + ": " + o.message);
-            t_sub = std::min(t_sub, seconds(o, sub_overhead));
+        auto ref_call = [&](CallData& c) {
+            Outcome o = run_call(r, &c);
+            if (!o.ok && r.worker.pid < 0) o = run_call(r, &c);  // one restart
+            if (!o.ok) throw GraderError("the reference worker failed: " + o.message);
+            return o;
+        };
+        {  // warm the reference's threads and pages, as the check call warmed the submission's
+            CallData w = make_call(x, op, shape, call_seed(seed, "speed/warm", 0));
+            ref_call(w);
         }
-        if (rounds % 2 == 1) ref_burst();
-        for (int i = 0; i < kBurst; ++i)
-            if (const std::string m = compare_with_reference(op, ps[i], pr[i]); !m.empty())
-                return result(false, 0, "timed call " + std::to_string(calls - kBurst + i + 1) +
-                                            " disagrees with the reference variant on the same inputs: " + m);
-        if (std::getenv("MEMWALL_GRADE_DEBUG"))
-            std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
-        best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
-        refs.push_back(t_ref), subs.push_back(t_sub);
-        spent += kBurst * (t_sub + t_ref);
-        if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {
-            ++rounds;  // far below the floor: more rounds change nothing
-            break;
+        double best_ref = 1e30, best_sub = 1e30, spent = 0;
+        std::vector<double> refs, subs;
+        int rounds = 0, calls = 0;
+        // Stop when both bests are confirmed (a second round within 10%: one
+        // lucky or unlucky sample doesn't decide the score) and the time budget
+        // is spent, or at the round limit.
+        auto settled = [&] {
+            return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
+        };
+        for (; rounds < x.max_rounds && (rounds < kMinRounds || !settled()); ++rounds) {
+            // A round: a burst of calls from each side on the same fresh inputs,
+            // the side that goes first alternating. Within a burst a side's
+            // threads stay warm; a burst starts when the other side's are asleep.
+            std::vector<CallData> cs, cr;
+            for (int i = 0; i < kBurst; ++i) {
+                const std::uint64_t sd = call_seed(seed, "speed/round", rounds * kBurst + i);
+                cs.push_back(make_call(x, op, shape, sd)), cr.push_back(make_call(x, op, shape, sd));
+            }
+            double t_ref = 1e30, t_sub = 1e30;
+            auto ref_burst = [&] {
+                wait_idle(s);
+                for (auto& c : cr) t_ref = std::min(t_ref, ref_seconds(ref_call(c)));
+            };
+            if (rounds % 2 == 0) ref_burst();
+            wait_idle(r);
+            for (auto& c : cs) {
+                const Outcome o = run_call(s, &c);
+                ++calls;
+                if (!o.ok) {
+                    finish();
+                    return result(false, 0, "timed call " + std::to_string(calls) + ": " + o.message);
+                }
+                t_sub = std::min(t_sub, sub_seconds(o));
+            }
+            if (rounds % 2 == 1) ref_burst();
+            for (int i = 0; i < kBurst; ++i)
+                if (const std::string m = compare_with_reference(op, cs[i].p, cr[i].p); !m.empty()) {
+                    finish();
+                    return result(false, 0, "timed call " + std::to_string(calls - kBurst + i + 1) +
+                                                " disagrees with the reference variant on the same inputs: " + m);
+                }
+            if (std::getenv("MEMWALL_GRADE_DEBUG"))
+                std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
+            best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
+            refs.push_back(t_ref), subs.push_back(t_sub);
+            spent += kBurst * (t_sub + t_ref);
+            if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {
+                ++rounds;  // far below the floor: more rounds change nothing
+                break;
+            }
         }
-    }
-    stop_worker(r.worker);
-    release(r.shm);
-    if (const Outcome o = checked_call(s, op, oracle, shape, call_seed(seed, "speed/after", 0)); !o.ok)
-        return result(false, 0, "wrong at the speed shape after timing: " + o.message);
+        finish();
+        if (const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "speed/after", 0)); !o.ok)
+            return result(false, 0, "wrong at the speed shape after timing: " + o.message);
 
-    const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
-    const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
-    info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
-                 {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", sub_overhead},
-                 {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
-    std::string out = "best of " + std::to_string(rounds) + " interleaved rounds of " + std::to_string(kBurst) + " calls a side, fresh inputs each call: reference '" +
-                      ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
-                      fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
-                      fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
-                      " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
-                      fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
-    return result(ratio >= x.full_credit_ratio, score, out);
+        const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
+        const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
+        info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
+                     {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
+                     {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
+        std::string out = "best of " + std::to_string(rounds) + " interleaved rounds of " + std::to_string(kBurst) +
+                          " calls a side, fresh inputs each call, every time taken by the grader: reference '" +
+                          ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
+                          fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
+                          fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
+                          " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
+                          fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+        return result(ratio >= x.full_credit_ratio, score, out);
+    } catch (const GraderError& e) {
+        finish();
+        json t = result(false, 0, std::string("not graded: ") + e.what() +
+                                      ". This is the grader's error, not the submission's: grade it again.");
+        t["grader_error"] = true;
+        return t;
+    }
 }
 
 // --- the whole grading --------------------------------------------------------
 
-json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const fs::path& tmp) {
+json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const fs::path& tmp,
+           const Sandbox& sb) {
     const Op* op = find_op(x.op);
     if (!op) throw std::runtime_error("level " + x.level_id + " names op '" + x.op + "', which is not registered");
     const Variant& ref = find_reference(x, b);
@@ -620,29 +778,39 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
 
     json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
                 {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
-                {"seed", {{"kind", seed.kind}}}, {"threads", threads}, {"max_score", max_score}};
+                {"seed", {{"kind", seed.kind}}}, {"threads", threads}, {"max_score", max_score},
+                {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
     if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
     json tests = json::array();
 
-    const Build build = build_submission(x, b, o.submission, tmp);
+    const Build build = build_submission(sb, x, b, o.submission, tmp);
     doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log}};
     tests.push_back(test("build", "build", build.ok, 0, 0,
                          build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
                                   : "compile error, no points:\n" + build.log));
+    bool left_behind = false;
     if (build.ok) {
         Session s;
-        s.argv = {build.exe.string()}, s.tmp = tmp;
-        s.limits = {.wall_s = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s,
-                    .memory_mb = (b == Backend::cuda || built_with_asan()) ? 0 : std::size_t(x.memory_limit_mb)};
-        s.budget_left = s.limits.wall_s;
-        s.env = child_env(tmp, emulated ? hw : threads);
+        s.sandbox = &sb;
+        s.spec.argv = {build.exe.string()};
+        s.spec.ro_binds = {build.exe.string()};
+        const int worker_threads = emulated ? hw : threads;
+        s.spec.env = child_env(worker_threads);
+        const double wall = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s;
+        s.spec.limits = {.wall_s = wall,
+                         .memory_mb = std::size_t(x.memory_limit_mb),
+                         .max_tasks = 64,
+                         .cpu_s = wall * worker_threads + 5,
+                         .per_process_memory = !(b == Backend::cuda || built_with_asan())};
+        if (b == Backend::cuda && !sb.cgroups) s.spec.limits.memory_mb = 0;
+        s.budget_left = wall;
         std::size_t shm = kHeaderBytes;
-        for (auto& text : x.correctness_shapes)
-            shm = std::max(shm, shared_bytes(op->make_problem(parse_shape(text, op->default_shape, op->axes),
-                                                              op->dtypes.at(0), 0)));
-        if (!emulated && !x.speed_shape.empty())
-            shm = std::max(shm, shared_bytes(op->make_problem(parse_shape(x.speed_shape, op->default_shape, op->axes),
-                                                              op->dtypes.at(0), 0)));
+        std::vector<std::string> shapes = x.correctness_shapes;
+        if (!emulated && !x.speed_shape.empty()) shapes.push_back(x.speed_shape);
+        for (auto& text : shapes) {
+            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes), 0);
+            shm = std::max(shm, layout_bytes(buffers_of(c)));
+        }
         s.shm = make_shared_memory(shm);
         omp_set_num_threads(threads);  // the reference runs with the submission's thread count
 
@@ -655,10 +823,11 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         } else if (!x.speed_shape.empty()) {
             tests.push_back(grade_speed(s, x, *op, oracle, ref, b, seed, all_correct));
         }
-        stop_worker(s.worker);
+        stop(s);
+        left_behind = s.left_behind;
         release(s.shm);
-        doc["time_used_s"] = s.limits.wall_s - std::max(0.0, s.budget_left);
-        doc["time_limit_s"] = s.limits.wall_s;
+        doc["time_used_s"] = wall - std::max(0.0, s.budget_left);
+        doc["time_limit_s"] = wall;
     } else {
         for (auto& text : x.correctness_shapes)
             tests.push_back(test("correctness " + text, "correctness", false, 0,
@@ -667,10 +836,17 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                                             "not run: compile error"));
     }
     double score = 0;
-    for (auto& t : tests) score += t["score"].get<double>();
+    bool grader_error = false;
+    for (auto& t : tests) score += t["score"].get<double>(), grader_error = grader_error || t.value("grader_error", false);
     doc["tests"] = tests;
     doc["score"] = score;
-    if (emulated) doc["notes"] = {"speed is not graded under cuda-emu; " + x.emulated_note};
+    doc["grader_error"] = grader_error;
+    doc["sandbox"]["left_behind"] = left_behind;
+    json notes = json::array();
+    if (!sb.enabled) notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
+    if (emulated) notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
+    if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
+    if (!notes.empty()) doc["notes"] = notes;
     return doc;
 }
 
@@ -691,10 +867,11 @@ int run_grade(const GradeOptions& o) {
     const Seed seed = resolve_seed(o);
 
     harden_grader();
+    const Sandbox sb = make_sandbox(o.unsafe_no_sandbox, x.allow_blas, b == Backend::cuda);
     const fs::path tmp = make_temp_dir();
     json doc;
     try {
-        doc = grade(o, x, b, seed, tmp);
+        doc = grade(o, x, b, seed, tmp, sb);
     } catch (...) {
         fs::remove_all(tmp);
         throw;
@@ -711,7 +888,7 @@ int run_grade(const GradeOptions& o) {
         std::cerr << "memwall grade: score " << doc["score"].get<double>() << " / " << doc["max_score"].get<double>()
                   << "; report: " << o.out << "\n";
     }
-    return 0;
+    return doc.value("grader_error", false) ? 3 : 0;
 }
 
 }  // namespace mw::grade
@@ -730,5 +907,7 @@ MW_REGISTER_COMMAND(grade, [](CLI::App& app) -> mw::CommandAction {
     sub->add_option("--backend", o->backend, "cpu, cuda or cuda-emu (default: the exercise's; cuda-emu without a GPU)");
     sub->add_option("--time-limit", o->time_limit_s, "Seconds for all of the submission's calls (default: the level's)");
     sub->add_option("--threads", o->threads, "CPU threads for submission and reference (default: the level's)");
+    sub->add_flag("--unsafe-no-sandbox", o->unsafe_no_sandbox,
+                  "Run the submission without bubblewrap (local practice only; the report says so)");
     return [o] { return mw::grade::run_grade(*o); };
 });

@@ -7,7 +7,7 @@
 //   MEMWALL_GRADE_SECRET=... memwall grade 01 --submission gemm.cu --format gradescope --out results.json
 //
 // The parts: grade_manifest.cpp (levels/*/level.json -> Exercise),
-// grade_sandbox.cpp (child processes and limits), grade.cpp (the grading
+// sandbox.cpp (the sandbox, cgroups, child processes), grade.cpp (the grading
 // itself and the CLI), grade_report.cpp (text and Gradescope from the JSON).
 #pragma once
 
@@ -37,15 +37,23 @@ struct Exercise {
     // What correctness is judged against: "exact" (the op's fp64 oracle) or
     // "contract" (the reference variant's contract oracle: lossy exercises).
     std::string oracle = "exact";
-    // How a speed call is timed on the CPU: "round_trip" (the worker's round
-    // trip minus an empty call's) or "call" (the adapter times the student's
-    // function and the reference worker the variant's run(): for adapters that
-    // prepare inputs, such as packing quantized weights, on every call).
+    // How the reference side of a speed call is timed on the CPU: "round_trip"
+    // (the grader's clock around the call, minus an empty call's round trip,
+    // as for the submission) or "call" (the reference worker, which runs no
+    // submission code, times the variant's run() alone: for variants whose
+    // prepare(), e.g. quantizing weights, is not part of the exercise's call).
+    // The submission is always timed by the grader's clock.
     std::string timing = "round_trip";
     // Most interleaved speed rounds (each a burst of calls per side); fewer
     // for exercises whose every call is expensive to set up (fresh large
     // inputs, weights packed per call).
     int max_rounds = 30;
+    // Inputs the grader prepares from the op's inputs and stages after the
+    // outputs (e.g. "int4_g64_sym": packed weights and scales), so the worker
+    // does no work outside the timed call; "" = none.
+    std::string prepared_inputs;
+    // Whether the sandbox shows the BLAS/LAPACK libraries (default: hidden).
+    bool allow_blas = false;
 };
 
 // Where the repository is: MEMWALL_SOURCE_DIR (compile definition or
@@ -64,6 +72,7 @@ struct GradeOptions {
     std::string seed_text, secret_seed_file;  // seed_text: --seed as typed
     double time_limit_s = 0;                  // 0 = the manifest's
     int threads = 0;                          // 0 = the manifest's
+    bool unsafe_no_sandbox = false;           // local practice without bubblewrap
 };
 
 int run_grade(const GradeOptions& opts);

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_source_root(const fs::path& p) { return fs::exists(p / "harness" / "commands" / "grade_worker.hpp"); }
+bool is_source_root(const fs::path& p) { return fs::exists(p / "harness" / "grade" / "grade_worker.hpp"); }
 
 // The build tree's CMakeCache.txt names the source tree it was configured from.
 fs::path source_from_cmake_cache() {
@@ -62,6 +62,8 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     x.emulated_note = g.value("emulated_note", "");
     x.oracle = g.value("oracle", "exact");
     x.timing = g.value("timing", "round_trip");
+    x.prepared_inputs = g.value("prepared_inputs", "");
+    x.allow_blas = g.value("allow_blas", false);
     x.max_rounds = g.value("max_rounds", 30);
     if (x.max_rounds < 2)
         throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.max_rounds " +

@@ -4,7 +4,10 @@
 // on the buffers in the shared mapping, so that the reference and the
 // submission are timed through the same round trip. With --time-call it also
 // times the variant's run() alone (prepare(), e.g. quantizing weights, is not
-// the variant's cost) and reports it, for exercises graded that way.
+// the variant's cost) and reports it, for exercises graded that way: this
+// process runs no submission code and outside the sandbox, so the grader may
+// trust that number. It ignores the extra buffers the grader prepares for
+// submissions (they follow the outputs in the mapping).
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,7 +81,10 @@ int run_reference_worker(const std::string& op_name, const std::string& variant,
         Reply reply;
         if (cmd == kRun) {
             try {
-                Problem p = view(*op, *reinterpret_cast<const SharedHeader*>(base), base, templates);
+                const SharedHeader& h = *reinterpret_cast<const SharedHeader*>(base);
+                if (h.mapped_bytes > static_cast<std::size_t>(st.st_size) || !protect_guards(base, h))
+                    throw std::runtime_error("the reference worker could not set up its guard pages");
+                Problem p = view(*op, h, base, templates);
                 Instance inst = v->prepare(p);
                 if (inst.device_time) {
                     reply.device_seconds = inst.device_time(false);

@@ -42,11 +42,16 @@ std::string summary(const json& doc) {
 }  // namespace
 
 std::string report_text(const json& doc) {
-    std::string r = "memwall grade: level " + doc.value("level", "") + ", exercise " + doc.value("exercise", "") +
+    std::string r;
+    if (doc.contains("sandbox") && !doc["sandbox"].value("enabled", true))
+        r += "NOT SANDBOXED: graded with --unsafe-no-sandbox, for local practice only; not a grade to trust\n";
+    r += "memwall grade: level " + doc.value("level", "") + ", exercise " + doc.value("exercise", "") +
                     ", backend " + doc.value("backend", "") + "\n";
     r += "submission: " + doc.value("submission", "") + "\n";
     r += "seed: " + seed_line(doc) + "\n";
-    r += "threads: " + std::to_string(doc.value("threads", 0)) + "\n\n";
+    r += "threads: " + std::to_string(doc.value("threads", 0)) + "\n";
+    if (doc.contains("sandbox")) r += "sandbox: " + doc["sandbox"].value("description", "") + "\n";
+    r += "\n";
     for (auto& t : doc["tests"]) {
         const bool graded = t["max_score"].get<double>() > 0;
         const std::string mark = t["passed"].get<bool>() ? "PASS" : (graded ? "FAIL" : "----");
@@ -73,7 +78,10 @@ json report_gradescope(const json& doc) {
                          {"output", t.value("output", "")},
                          {"visibility", "visible"}});
     }
-    std::string out = "memwall grade: level " + doc.value("level", "") + ", exercise " +
+    std::string out;
+    if (doc.contains("sandbox") && !doc["sandbox"].value("enabled", true))
+        out += "NOT SANDBOXED: graded with --unsafe-no-sandbox, for local practice only; not a grade to trust\n";
+    out += "memwall grade: level " + doc.value("level", "") + ", exercise " +
                       doc.value("exercise", "") + ", backend " + doc.value("backend", "") + "; seed " +
                       seed_line(doc) + "; " + summary(doc);
     for (auto& n : doc.value("notes", json::array())) out += "\nnote: " + n.get<std::string>();
