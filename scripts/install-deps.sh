@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-          libopenblas-dev libboost-context-dev gnuplot-nox python3)
+          libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -208,7 +208,9 @@ bool built_with_asan() {
 
 std::vector<std::string> child_env(int threads) {
     return {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
-            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
+            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads),
+            // cuda-emu: device memory unreachable from host code, as on a GPU
+            "MEMWALL_EMU_DEVICE_MEMORY=protected"};
 }
 
 std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
@@ -388,8 +390,8 @@ std::string collect(Session& s, CallData& c, const SharedHeader& h) {
         const std::size_t area = start + round_up(b.size_bytes(), kAlign) - area_bytes(b.size_bytes());
         const std::size_t guard_end = start + round_up(b.size_bytes(), kAlign) + kPage;
         if (const std::size_t at = first_changed(base, end, guard_end); at != guard_end)
-            return "the submission wrote past the end of " + b.name + " (" + std::to_string(at - end + 1) +
-                   " bytes past its last element)";
+            return "the submission wrote past the end of " + b.name + " (first changed byte: " +
+                   std::to_string(at - end + 1) + " after its last element)";
         if (const std::size_t at = first_changed(base, area, start); at != start)
             return "the submission wrote before the start of " + b.name + " (" + std::to_string(start - at) +
                    " bytes before its first element)";
@@ -439,6 +441,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     }
     SharedHeader staged;
     if (cmd == kRun) stage(s, *c), staged = s.shm.header();
+    const long long oom_before = s.worker.cgroup ? s.worker.cgroup->oom_kills() : 0;
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;
@@ -452,6 +455,11 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         return o;
     }
     o.device_s = r.reply.device_seconds;
+    if (s.worker.cgroup && s.worker.cgroup->oom_kills() > oom_before) {
+        o.message = "the submission went over its memory limit (" + std::to_string(s.spec.limits.memory_mb) +
+                    " MiB over all of its processes): a process of it was killed during the call";
+        return o;
+    }
     if (cmd == kRun) o.message = collect(s, *c, staged);
     o.ok = o.message.empty();
     return o;
@@ -529,7 +537,7 @@ Session reference_session(const Session& sub, const Op& op, const Variant& ref, 
     if (time_call) r.spec.argv.push_back("--time-call");
     r.spec.env = sub.spec.env;
     r.spec.sandboxed = false;
-    r.spec.limits = {.wall_s = 600};
+    r.spec.limits = {.wall_s = 600, .nice = -10};
     r.budget_left = r.spec.limits.wall_s;
     r.shm = make_shared_memory(sub.shm.size);
     return r;
@@ -801,7 +809,8 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                          .memory_mb = std::size_t(x.memory_limit_mb),
                          .max_tasks = 64,
                          .cpu_s = wall * worker_threads + 5,
-                         .per_process_memory = !(b == Backend::cuda || built_with_asan())};
+                         .per_process_memory = !(b == Backend::cuda || built_with_asan()),
+                         .nice = -10};
         if (b == Backend::cuda && !sb.cgroups) s.spec.limits.memory_mb = 0;
         s.budget_left = wall;
         std::size_t shm = kHeaderBytes;

@@ -123,12 +123,14 @@ struct Prepared {
     Limits limits;
     bool as_nobody;
     bool rlimit_nproc;
+    bool sandboxed;  // runs under bwrap
 };
 
 Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
     const bool sandboxed = spec.sandboxed && sb.enabled;
     return {ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits,
-            spec.sandboxed && sb.as_nobody, spec.sandboxed && sb.as_nobody && !cg && spec.limits.max_tasks > 0};
+            spec.sandboxed && sb.as_nobody, spec.sandboxed && sb.as_nobody && !cg && spec.limits.max_tasks > 0,
+            sandboxed};
 }
 
 // In the child, between fork and exec: limits, descriptors, cgroup, identity.
@@ -151,6 +153,7 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
         rlimit as{p.limits.memory_mb << 20, p.limits.memory_mb << 20};
         setrlimit(RLIMIT_AS, &as);
     }
+    if (p.limits.nice != 0 && geteuid() == 0) setpriority(PRIO_PROCESS, 0, p.limits.nice);
     if (p.as_nobody) {
         if (p.rlimit_nproc) {  // no cgroup: a cap on nobody's processes stands in for pids.max
             rlimit np{rlim_t(p.limits.max_tasks), rlim_t(p.limits.max_tasks)};
@@ -162,13 +165,31 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
     _exit(127);
 }
 
-Exit reap(pid_t pid, Exit e) {
+// How a child ended, from its wait status. bwrap reports a signal that
+// killed the program inside as exit status 128 + N.
+void decode(Exit& e, int status, bool sandboxed) {
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    if (sandboxed && e.exit_code > 128 && e.exit_code < 128 + 65) e.signal = e.exit_code - 128, e.exit_code = -1;
+}
+
+Exit reap(pid_t pid, Exit e, bool sandboxed) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    decode(e, status, sandboxed);
     return e;
+}
+
+// A child whose pipe has closed is usually exiting: give it a moment to say
+// how, before killing it.
+bool exited_within(pid_t pid, double seconds, int& status) {
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+        if (waitpid(pid, &status, WNOHANG) == pid) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } while (seconds_since(t0) < seconds);
+    return false;
 }
 
 // What the cgroup says about why a child ended.
@@ -179,7 +200,7 @@ void add_limits(Exit& e, const Cgroup* cg, const Limits& l) {
     if (l.cpu_s > 0 && cg->cpu_seconds() > l.cpu_s) e.cpu_exceeded = true;
 }
 
-void kill_tree(pid_t pid, Cgroup* cg) {
+void kill_tree(pid_t pid, Cgroup* cg) {  // pid < 0: the cgroup only
     if (pid > 0) kill(-pid, SIGKILL), kill(pid, SIGKILL);
     if (cg) cg->kill_all();
 }
@@ -333,9 +354,9 @@ double Cgroup::cpu_seconds() const {
     return std::strtod(read_small(cpuacct_ + "/cpuacct.usage").c_str(), nullptr) * 1e-9;
 }
 
-bool Cgroup::memory_exhausted() const {
-    return keyed(read_small(memory_ + "/memory.oom_control"), "oom_kill") > 0;
-}
+long long Cgroup::oom_kills() const { return keyed(read_small(memory_ + "/memory.oom_control"), "oom_kill"); }
+
+bool Cgroup::memory_exhausted() const { return oom_kills() > 0; }
 
 bool Cgroup::tasks_exhausted() const { return keyed(read_small(pids_ + "/pids.events"), "max") > 0; }
 
@@ -393,13 +414,16 @@ std::string Exit::describe(double wall_s, const Limits& limits) const {
     } else if (signal != 0) {
         s << "crashed: " << (sigabbrev_np(signal) ? std::string("SIG") + sigabbrev_np(signal) : "signal") << " ("
           << strsignal(signal) << ")";
-        if (signal == SIGKILL || signal == SIGSEGV) s << "; over the memory limit also ends this way";
+        if (!limits_known && (signal == SIGKILL || signal == SIGSEGV))
+            s << "; over the memory limit also ends this way";
     } else {
         s << "exited with status " << exit_code;
         if (exit_code == 125) s << " (could not join its cgroup)";
         if (exit_code == 126) s << " (could not drop privileges)";
         if (exit_code == 127) s << " (could not start)";
     }
+    if (memory_exceeded && (cpu_exceeded || timed_out))
+        s << "; it also went over its memory limit (" << limits.memory_mb << " MiB over all of its processes)";
     if (tasks_exceeded) s << "; it also hit the cap of " << limits.max_tasks << " processes and threads";
     return s.str();
 }
@@ -420,9 +444,9 @@ Exit run_to_completion(const Sandbox& sb, const ChildSpec& spec, const Log& log)
         int status = 0;
         if (waitpid(pid, &status, WNOHANG) == pid) {
             Exit e;
-            if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-            if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+            decode(e, status, p.sandboxed);
             add_limits(e, cg.get(), spec.limits);
+            e.limits_known = cg != nullptr;
             if (cg) cg->kill_all();
             return e;
         }
@@ -431,7 +455,7 @@ Exit run_to_completion(const Sandbox& sb, const ChildSpec& spec, const Log& log)
         e.cpu_exceeded = cg && spec.limits.cpu_s > 0 && cg->cpu_seconds() > spec.limits.cpu_s;
         if (e.timed_out || e.cpu_exceeded) {
             kill_tree(pid, cg.get());
-            e = reap(pid, e);
+            e = reap(pid, e, p.sandboxed);
             add_limits(e, cg.get(), spec.limits);
             return e;
         }
@@ -484,6 +508,7 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
     close(cmd[0]);
     close(rep[1]);
     w.pid = pid;
+    w.sandboxed = p.sandboxed;
     w.command_fd = cmd[1];
     w.reply_fd = rep[0];
     if (w.cgroup) w.cgroup->freeze();  // runs only inside calls
@@ -544,9 +569,17 @@ CallResult call_worker(Worker& w, Command cmd, double timeout_s) {
             return r;
         }
     }
-    kill_tree(w.pid, cg);
-    r.exit = reap(w.pid, why);
+    int status = 0;
+    if (dead && !why.timed_out && !why.cpu_exceeded && exited_within(w.pid, 1.0, status)) {
+        r.exit = why;
+        decode(r.exit, status, w.sandboxed);
+        kill_tree(-1, cg);  // whatever it left behind
+    } else {
+        kill_tree(w.pid, cg);
+        r.exit = reap(w.pid, why, w.sandboxed);
+    }
     add_limits(r.exit, cg, w.limits);
+    r.exit.limits_known = cg != nullptr;
     close_worker(w);
     return r;
 }
@@ -565,7 +598,7 @@ bool stop_worker(Worker& w) {
         }
         if (!exited) {
             kill_tree(w.pid, w.cgroup.get());
-            reap(w.pid, {});
+            reap(w.pid, {}, w.sandboxed);
         }
         close_worker(w);
     }
@@ -579,6 +612,7 @@ bool stop_worker(Worker& w) {
 
 void harden_grader() {
     prctl(PR_SET_DUMPABLE, 0);
+    if (geteuid() == 0) setpriority(PRIO_PROCESS, 0, -10);  // as prompt as the workers it times
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
 }

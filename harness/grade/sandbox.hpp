@@ -46,6 +46,10 @@ struct Limits {
     int max_tasks = 0;          // processes + threads (cgroup pids.max); 0 = none
     double cpu_s = 0;           // CPU seconds over every thread and process; 0 = none
     bool per_process_memory = true;  // RLIMIT_AS too (not under ASan or CUDA: huge reservations)
+    // Scheduling priority (nice) when the grader is root: timed workers run at
+    // -10, so that a CPU-bound neighbour on the machine takes little from
+    // either side of a timing; 0 = unchanged.
+    int nice = 0;
 };
 
 // How children are contained; one per grade.
@@ -84,6 +88,7 @@ public:
     double cpu_seconds() const;
     bool memory_exhausted() const;  // the memory limit was hit (an OOM kill, or allocations refused)
     bool tasks_exhausted() const;   // the process/thread cap refused a fork or a thread
+    long long oom_kills() const;    // processes the memory limit has killed so far
     int kill_all();                 // SIGKILL every task in it; how many there were
     bool empty() const;
 
@@ -101,6 +106,7 @@ struct Exit {
     bool tasks_exceeded = false;
     int exit_code = -1;  // when it exited
     int signal = 0;      // when a signal killed it
+    bool limits_known = false;  // a cgroup said whether a limit was hit
     std::string describe(double wall_s, const Limits& limits) const;
 };
 
@@ -135,6 +141,7 @@ struct Worker {
     std::shared_ptr<Log> log;
     std::unique_ptr<Cgroup> cgroup;
     Limits limits;
+    bool sandboxed = false;
 };
 
 Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm);
