@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <ostream>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -73,7 +74,8 @@ inline std::string failures(const json& doc) {
     return s;
 }
 
-// A negative control: the file, a phrase its failure must mention, and the
+// A negative control: the file, a phrase its failure must mention ('|'
+// separates phrases any one of which will do), and the
 // most it may score (a control that is right on a degenerate shape, such as
 // 1 x 1, keeps that shape's points).
 struct Control {
@@ -84,5 +86,30 @@ struct Control {
 };
 
 inline void PrintTo(const Control& c, std::ostream* os) { *os << c.file; }
+
+// True if `text` mentions one of the '|'-separated phrases of `reasons`.
+inline bool mentions_any(const std::string& text, const std::string& reasons) {
+    std::size_t from = 0;
+    for (;;) {
+        const std::size_t bar = reasons.find('|', from);
+        if (text.find(reasons.substr(from, bar - from)) != std::string::npos) return true;
+        if (bar == std::string::npos) return false;
+        from = bar + 1;
+    }
+}
+
+// A negative control was graded (exit 0, a report), lost its points, got no
+// speed credit, and a failure says why.
+inline void expect_rejected(const GradeRun& r, const Control& c, const std::string& exercise) {
+    ASSERT_EQ(r.status, 0) << r.output;  // graded, however badly
+    ASSERT_TRUE(r.doc.is_object()) << r.output;
+    if (!exercise.empty()) {
+        EXPECT_EQ(r.doc["exercise"], exercise);
+    }
+    EXPECT_LE(r.doc["score"].get<double>(), c.max_points) << r.doc.dump(2);
+    EXPECT_EQ(points(r.doc, "speed"), 0) << "no speed credit without full correctness";
+    EXPECT_TRUE(mentions_any(failures(r.doc), c.reason))
+        << "expected a failure mentioning '" << c.reason << "', got:\n" << failures(r.doc);
+}
 
 }  // namespace grade_test
