@@ -537,7 +537,7 @@ Session reference_session(const Session& sub, const Op& op, const Variant& ref, 
     if (time_call) r.spec.argv.push_back("--time-call");
     r.spec.env = sub.spec.env;
     r.spec.sandboxed = false;
-    r.spec.limits = {.wall_s = 600, .nice = -10};
+    r.spec.limits = {.wall_s = 600, .nice = -20};
     r.budget_left = r.spec.limits.wall_s;
     r.shm = make_shared_memory(sub.shm.size);
     return r;
@@ -810,7 +810,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                          .max_tasks = 64,
                          .cpu_s = wall * worker_threads + 5,
                          .per_process_memory = !(b == Backend::cuda || built_with_asan()),
-                         .nice = -10};
+                         .nice = -20};
         if (b == Backend::cuda && !sb.cgroups) s.spec.limits.memory_mb = 0;
         s.budget_left = wall;
         std::size_t shm = kHeaderBytes;

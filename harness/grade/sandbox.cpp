@@ -612,7 +612,7 @@ bool stop_worker(Worker& w) {
 
 void harden_grader() {
     prctl(PR_SET_DUMPABLE, 0);
-    if (geteuid() == 0) setpriority(PRIO_PROCESS, 0, -10);  // as prompt as the workers it times
+    if (geteuid() == 0) setpriority(PRIO_PROCESS, 0, -20);  // as prompt as the workers it times
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
 }

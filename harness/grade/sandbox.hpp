@@ -47,7 +47,7 @@ struct Limits {
     double cpu_s = 0;           // CPU seconds over every thread and process; 0 = none
     bool per_process_memory = true;  // RLIMIT_AS too (not under ASan or CUDA: huge reservations)
     // Scheduling priority (nice) when the grader is root: timed workers run at
-    // -10, so that a CPU-bound neighbour on the machine takes little from
+    // -20, so that a CPU-bound neighbour on the machine takes little from
     // either side of a timing; 0 = unchanged.
     int nice = 0;
 };
