@@ -28,6 +28,7 @@
 #include "harness/claims/formulas.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
@@ -40,12 +41,6 @@ struct ReproduceOptions {
     std::string lever, claim, out, format = "md", claims_path;
     bool run_experiments = false;
 };
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
 
 // The claims file: --claims, else experiments/claims.json under the current
 // folder or one of its parents, else the one in the source tree this binary
@@ -387,7 +382,11 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
         if (std::find(ids.begin(), ids.end(), id) != ids.end()) throw std::runtime_error("duplicate claim id " + id);
         ids.push_back(id);
     }
-    if (!o.lever.empty() && std::find(levers.begin(), levers.end(), o.lever) == levers.end())
+    // Lever ids are spelled with underscores (kv_cache, like its ops and
+    // folders); "kv-cache" is accepted too.
+    std::string lever = o.lever;
+    std::replace(lever.begin(), lever.end(), '-', '_');
+    if (!lever.empty() && std::find(levers.begin(), levers.end(), lever) == levers.end())
         throw UsageError("no claims for lever '" + o.lever + "'; levers with claims: " + join(levers));
     if (!o.claim.empty() && std::find(ids.begin(), ids.end(), o.claim) == ids.end())
         throw UsageError("unknown claim '" + o.claim + "'; valid claims: " + join(ids));
@@ -395,7 +394,7 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     json rows = json::array();
     std::map<std::string, int> counts;
     for (auto& c : file["claims"]) {
-        if (!o.lever.empty() && c["lever"] != o.lever) continue;
+        if (!lever.empty() && c["lever"] != lever) continue;
         if (!o.claim.empty() && c["id"] != o.claim) continue;
         Judged j = judge(c, o.run_experiments);
         counts[j.verdict]++;

@@ -4,7 +4,7 @@
 // output y (already poisoned with NaN by the grader).
 //
 // Per call the adapter quantizes the grader's W with the project's own
-// quantizer (reference/precision/quant.cpp, int4 symmetric, G = 64) — the very
+// quantizer (kernels/precision/quant.cpp, int4 symmetric, G = 64) — the very
 // bits the int4_g64_sym rung and its contract oracle use — hands the packed
 // payload and fp16 scales to the student, times only the student's call
 // (grading "timing": "call"), and checks afterwards that the payload and the
@@ -20,7 +20,7 @@
 // worker is a separate program and is not linked with the harness.
 #include "harness/inputs.cpp"
 #include "harness/registry.cpp"
-#include "reference/precision/quant.cpp"
+#include "kernels/precision/quant.cpp"
 
 namespace mw {  // registry.cpp asks these of the GPU backend; the worker has none
 int gpu_count() { return 0; }
