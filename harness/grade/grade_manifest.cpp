@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_source_root(const fs::path& p) { return fs::exists(p / "harness" / "commands" / "grade_worker.hpp"); }
+bool is_source_root(const fs::path& p) { return fs::exists(p / "harness" / "grade" / "grade_worker.hpp"); }
 
 // The build tree's CMakeCache.txt names the source tree it was configured from.
 fs::path source_from_cmake_cache() {
