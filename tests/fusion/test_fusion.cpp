@@ -18,12 +18,7 @@
 
 namespace {
 
-using mw::test::Case;
-using mw::test::case_name;
-using mw::test::check_case;
-using mw::test::fixture_for;
-using mw::test::Fixture;
-using mw::test::shape;
+using namespace mw::test;  // Case, shape, fixture_for, check_case (tests/oracle_cases.hpp)
 
 // Shapes per op; `emu` keeps them small (one fiber per CUDA thread).
 std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
