@@ -401,7 +401,7 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
         rows.push_back(j.row);
     }
     json doc = {{"schema", "memwall.claims-report/1"},
-                {"claims_file", fs::relative(path, fs::current_path()).string()},
+                {"claims_file", path_for_record(path.string())},
                 {"claims_schema", file.value("schema", "")},
                 {"command", command},
                 {"run_experiments", o.run_experiments},
@@ -435,7 +435,7 @@ MW_REGISTER_COMMAND(reproduce, [](CLI::App& app) -> CommandAction {
         if (!o->lever.empty()) cmd += " --lever " + o->lever;
         if (!o->claim.empty()) cmd += " --claim " + o->claim;
         if (o->run_experiments) cmd += " --run-experiments";
-        if (!o->out.empty()) cmd += " --out " + o->out;
+        if (!o->out.empty()) cmd += " --out " + path_for_record(o->out);
         (void)sub;
         return run_reproduce(*o, cmd);
     };
