@@ -13,24 +13,13 @@
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
-
-std::string command_line(int argc, char** argv) {
-    std::string s = "memwall";
-    for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
-    return s;
-}
 
 // Output paths must be writable before any work starts, so a bad path fails
 // fast and no time is wasted.
@@ -217,7 +206,7 @@ int cli_main(int argc, char** argv) {
                 req.timing.min_samples = 3;
             }
             check_output_path(out_path, "--out");
-            req.command_line = command_line(argc, argv);
+            req.command_line = command_for_record(argc, argv);
             auto plans = plan_runs(req);  // all validation happens before anything runs
             Ceilings c = load_or_measure_ceilings(ceilings_path, req.threads > 0 ? req.threads : hw, req.quick);
             auto doc = run_plans(plans, req, c, std::cout);

@@ -82,8 +82,8 @@ struct Problem {
     const Buffer& out(const std::string& name) const;
 };
 
-// How the checker compares a candidate output with the oracle (DESIGN.md,
-// "the tolerance model"). Filled in by the op.
+// How the checker compares a candidate output with the oracle (README.md,
+// "How a variant is checked"; harness/check.hpp). Filled in by the op.
 enum class CheckMode { tolerance, exact };
 struct CheckSpec {
     CheckMode mode = CheckMode::tolerance;

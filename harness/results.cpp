@@ -135,6 +135,39 @@ void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& 
     write_file_atomic(path, doc.dump(2) + "\n");
 }
 
+std::string path_for_record(const std::string& path, const std::filesystem::path& root) {
+    namespace fs = std::filesystem;
+    if (path.find('/') == std::string::npos) return path;  // a plain name or value
+    std::error_code ec;
+    const fs::path p = fs::path(path).is_absolute() ? fs::path(path) : fs::current_path(ec) / path;
+    const fs::path abs = p.lexically_normal(), base = fs::weakly_canonical(root, ec).lexically_normal();
+    const fs::path canon = fs::weakly_canonical(abs, ec);
+    for (const fs::path& candidate : {abs, canon}) {
+        const fs::path rel = candidate.lexically_relative(base);
+        if (!rel.empty() && *rel.begin() != "..") return rel == "." ? "." : rel.string();
+    }
+    if (fs::path(path).is_absolute()) return abs.filename().string();
+    return path;
+}
+
+std::string path_for_record(const std::string& path) {
+    const char* env = std::getenv("MEMWALL_SOURCE_DIR");
+    return path_for_record(path, env && *env ? env : MEMWALL_SOURCE_DIR);
+}
+
+std::string command_for_record(int argc, char** argv) {
+    std::string s = "memwall";
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto eq = a.find('=');
+        if (a.rfind("--", 0) == 0 && eq != std::string::npos)
+            s += " " + a.substr(0, eq + 1) + path_for_record(a.substr(eq + 1));
+        else
+            s += " " + path_for_record(a);
+    }
+    return s;
+}
+
 nlohmann::json read_json_file(const std::filesystem::path& path) {
     std::ifstream f(path);
     if (!f) throw std::runtime_error("cannot open '" + path.string() + "'");

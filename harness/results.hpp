@@ -23,6 +23,18 @@ void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& 
 
 // Reads a results (or ceilings) document; throws with the path and reason.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+
+// A path as results files and rendered lessons record it, so that they hold
+// no machine's folders: relative to the repository root `root` when it lies
+// under it (a relative path is taken from the current directory); an
+// absolute path elsewhere keeps only its file name; anything else as given.
+std::string path_for_record(const std::string& path, const std::filesystem::path& root);
+// The same against this build's repository root ($MEMWALL_SOURCE_DIR, else
+// the source folder the build was configured from).
+std::string path_for_record(const std::string& path);
+// "memwall <args>", each path argument (also `--flag=path`) through
+// path_for_record.
+std::string command_for_record(int argc, char** argv);
 // Throws std::runtime_error naming the missing field when `doc` is not a
 // results document this version understands.
 void validate_results(const nlohmann::json& doc);

@@ -14,16 +14,11 @@
 #include "harness/inputs.hpp"
 #include "harness/memtrack.hpp"
 #include "harness/results.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : sep) + x;
-    return s;
-}
 
 std::vector<std::string> op_names() {
     std::vector<std::string> v;

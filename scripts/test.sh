@@ -10,5 +10,6 @@ ctest --preset release -j "$(nproc)" --timeout 600
 
 echo "== cuda-emu under AddressSanitizer"
 cmake --preset asan >/dev/null
-cmake --build --preset asan -j "$(nproc)" --target test_emu test_vectorization test_fusion test_layout test_precision_cuda
+# memwall_emu_tests: every test executable with cuda-emu suites (tests/CMakeLists.txt).
+cmake --build --preset asan -j "$(nproc)" --target memwall_emu_tests
 ctest --preset asan -j "$(nproc)" --timeout 600 -R "Emu"

@@ -1,7 +1,9 @@
 // Shared by the lever suites that check every variant of their ops against
-// the op's oracle (tests/fusion, tests/layout): one parameterized case per
-// (variant, shape), a cached problem + oracle per (op, shape), and the check
-// itself — the standard tolerance plus the 2x-the-naive-rung rule.
+// the op's oracle (tests/vectorization, tests/fusion, tests/layout,
+// tests/precision): one parameterized case per (variant, shape), a cached
+// problem + oracle per (op, shape), the check itself — the standard tolerance
+// plus the 2x-the-naive-rung rule — and MW_ORACLE_SUITES, which makes the
+// CPU, CUDA and cuda-emu suites of any op from its shapes.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "harness/check.hpp"
+#include "harness/gpu.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 
@@ -82,3 +85,34 @@ inline void check_case(const Case& c) {
 }
 
 }  // namespace mw::test
+
+// Three parameterized suites over cases_of(backend) (any callable
+// mw::Backend -> std::vector<mw::test::Case>), each case checked by
+// check(case):
+//   Name##Cpu   the CPU variants;
+//   Name##Cuda  the CUDA variants, SKIPPED (never passed) without a GPU;
+//   Name##Emu   the same CUDA sources run on the CPU by cuda-emu (keep their
+//               shapes small: every CUDA thread is a fiber). The ASan stage
+//               of scripts/test.sh runs every test whose name has "Emu".
+// An empty suite (no variants on that backend in this build) is allowed.
+// `(check)(...)`: the parentheses keep argument-dependent lookup from also
+// finding mw::test::check_case when a suite passes its own check.
+#define MW_ORACLE_SUITES(Name, Test, cases_of, check)                                                     \
+    class Name##Cpu : public testing::TestWithParam<mw::test::Case> {};                                  \
+    TEST_P(Name##Cpu, Test) { (check)(GetParam()); }                                                       \
+    INSTANTIATE_TEST_SUITE_P(Variants, Name##Cpu, testing::ValuesIn(cases_of(mw::Backend::cpu)),         \
+                             mw::test::case_name);                                                        \
+    GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Name##Cpu);                                             \
+    class Name##Cuda : public testing::TestWithParam<mw::test::Case> {};                                 \
+    TEST_P(Name##Cuda, Test) {                                                                            \
+        if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();                  \
+        (check)(GetParam());                                                                                \
+    }                                                                                                     \
+    INSTANTIATE_TEST_SUITE_P(Variants, Name##Cuda, testing::ValuesIn(cases_of(mw::Backend::cuda)),       \
+                             mw::test::case_name);                                                        \
+    GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Name##Cuda);                                            \
+    class Name##Emu : public testing::TestWithParam<mw::test::Case> {};                                  \
+    TEST_P(Name##Emu, Test) { (check)(GetParam()); }                                                       \
+    INSTANTIATE_TEST_SUITE_P(Variants, Name##Emu, testing::ValuesIn(cases_of(mw::Backend::cuda_emu)),    \
+                             mw::test::case_name);                                                        \
+    GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Name##Emu)

@@ -14,6 +14,7 @@
 #include "harness/cli.hpp"
 #include "harness/claims/formulas.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
@@ -25,12 +26,6 @@ struct CalcOptions {
     bool json = false;
     std::vector<std::string> extras;
 };
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
 
 // "--name value" or "--name=value" pairs, in order.
 std::map<std::string, std::string> parse_pairs(const std::vector<std::string>& args) {

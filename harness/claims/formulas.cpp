@@ -14,16 +14,11 @@
 
 #include "harness/ceilings.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw::calc {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : sep) + x;
-    return s;
-}
 
 ParamSpec req(std::string name, std::string unit, std::string help) {
     return {std::move(name), std::move(unit), std::move(help), true, std::nullopt, {}, true};

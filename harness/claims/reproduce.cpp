@@ -28,6 +28,7 @@
 #include "harness/claims/formulas.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
@@ -40,12 +41,6 @@ struct ReproduceOptions {
     std::string lever, claim, out, format = "md", claims_path;
     bool run_experiments = false;
 };
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
 
 // The claims file: --claims, else experiments/claims.json under the current
 // folder or one of its parents, else the one in the source tree this binary
@@ -387,7 +382,11 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
         if (std::find(ids.begin(), ids.end(), id) != ids.end()) throw std::runtime_error("duplicate claim id " + id);
         ids.push_back(id);
     }
-    if (!o.lever.empty() && std::find(levers.begin(), levers.end(), o.lever) == levers.end())
+    // Lever ids are spelled with underscores (kv_cache, like its ops and
+    // folders); "kv-cache" is accepted too.
+    std::string lever = o.lever;
+    std::replace(lever.begin(), lever.end(), '-', '_');
+    if (!lever.empty() && std::find(levers.begin(), levers.end(), lever) == levers.end())
         throw UsageError("no claims for lever '" + o.lever + "'; levers with claims: " + join(levers));
     if (!o.claim.empty() && std::find(ids.begin(), ids.end(), o.claim) == ids.end())
         throw UsageError("unknown claim '" + o.claim + "'; valid claims: " + join(ids));
@@ -395,14 +394,14 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     json rows = json::array();
     std::map<std::string, int> counts;
     for (auto& c : file["claims"]) {
-        if (!o.lever.empty() && c["lever"] != o.lever) continue;
+        if (!lever.empty() && c["lever"] != lever) continue;
         if (!o.claim.empty() && c["id"] != o.claim) continue;
         Judged j = judge(c, o.run_experiments);
         counts[j.verdict]++;
         rows.push_back(j.row);
     }
     json doc = {{"schema", "memwall.claims-report/1"},
-                {"claims_file", fs::relative(path, fs::current_path()).string()},
+                {"claims_file", path_for_record(path.string())},
                 {"claims_schema", file.value("schema", "")},
                 {"command", command},
                 {"run_experiments", o.run_experiments},
@@ -436,7 +435,7 @@ MW_REGISTER_COMMAND(reproduce, [](CLI::App& app) -> CommandAction {
         if (!o->lever.empty()) cmd += " --lever " + o->lever;
         if (!o->claim.empty()) cmd += " --claim " + o->claim;
         if (o->run_experiments) cmd += " --run-experiments";
-        if (!o->out.empty()) cmd += " --out " + o->out;
+        if (!o->out.empty()) cmd += " --out " + path_for_record(o->out);
         (void)sub;
         return run_reproduce(*o, cmd);
     };

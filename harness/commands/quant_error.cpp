@@ -21,7 +21,7 @@
 #include "harness/cli.hpp"
 #include "harness/inputs.hpp"
 #include "harness/results.hpp"
-#include "reference/precision/quant.hpp"
+#include "kernels/precision/quant.hpp"
 
 namespace mw {
 namespace {

@@ -50,12 +50,13 @@
 #include "harness/check.hpp"
 #include "harness/cli.hpp"
 #include "harness/grade/sandbox.hpp"
-#include "reference/precision/quant.hpp"
+#include "kernels/precision/quant.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw::grade {
 
@@ -70,18 +71,6 @@ constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stop
 constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
 constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
 constexpr int kBurst = 3;  // calls per side and round
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
-
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
-}
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -263,7 +252,7 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     spec.argv = compile_command(x, b, src, r.exe);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
     spec.env = child_env(1);
-    for (const char* sub : {"harness", "reference", "optimized", "levels"}) spec.ro_binds.push_back(source_dir() / sub);
+    for (const char* sub : {"harness", "kernels", "reference", "optimized", "levels"}) spec.ro_binds.push_back(source_dir() / sub);
     if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
     spec.rw_binds = {dir.string()};
     spec.chdir = dir.string();

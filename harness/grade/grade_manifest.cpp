@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <regex>
 
 #include "harness/grade/grade.hpp"
+#include "harness/levels.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 
@@ -28,12 +28,6 @@ fs::path source_from_cmake_cache() {
             if (line.rfind("CMAKE_HOME_DIRECTORY:INTERNAL=", 0) == 0) return line.substr(line.find('=') + 1);
     }
     return {};
-}
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
 }
 
 Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, const fs::path& dir) {
@@ -98,31 +92,12 @@ fs::path levels_dir() {
 }
 
 std::vector<Exercise> load_level(const std::string& level) {
-    const fs::path root = levels_dir();
-    std::vector<std::string> known;
-    std::vector<fs::path> dirs;
-    if (fs::is_directory(root))
-        for (auto& d : fs::directory_iterator(root))
-            if (fs::exists(d.path() / "level.json")) dirs.push_back(d.path());
-    std::sort(dirs.begin(), dirs.end());
-    for (auto& dir : dirs) {
-        const auto doc = read_json_file(dir / "level.json");
-        const std::string id = doc.value("id", dir.filename().string());
-        known.push_back(id);
-        // "01-vectorization" answers to "01", "1" and "vectorization" as well.
-        std::smatch m;
-        const bool numbered = std::regex_match(id, m, std::regex("0*([0-9]+)-(.*)"));
-        const bool hit = level == id || level == doc.value("lever", "") ||
-                         (numbered && (level == m[2].str() || level == id.substr(0, id.find('-')) ||
-                                       level == m[1].str()));
-        if (!hit) continue;
-        std::vector<Exercise> out;
-        for (auto& e : doc.value("exercises", nlohmann::json::array())) out.push_back(parse_exercise(doc, e, dir));
-        if (out.empty()) throw UsageError("level '" + id + "' has no exercises to grade");
-        return out;
-    }
-    throw UsageError("unknown level '" + level + "'; valid levels: " +
-                     (known.empty() ? "(none found under " + root.string() + ")" : join(known)));
+    const LevelDir found = find_level(levels_dir(), level);
+    std::vector<Exercise> out;
+    for (auto& e : found.manifest.value("exercises", nlohmann::json::array()))
+        out.push_back(parse_exercise(found.manifest, e, found.dir));
+    if (out.empty()) throw UsageError("level '" + found.id + "' has no exercises to grade");
+    return out;
 }
 
 }  // namespace mw::grade

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "harness/grade/grade.hpp"
+#include "harness/strings.hpp"
 
 namespace mw::grade {
 
@@ -13,11 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string points(double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.1f", v);
-    return b;
-}
+std::string points(double v) { return fmt("%.1f", v); }
 
 std::string seed_line(const json& doc) {
     const auto& s = doc["seed"];

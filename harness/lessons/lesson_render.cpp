@@ -11,8 +11,10 @@
 #include <regex>
 #include <sstream>
 
+#include "harness/levels.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw::lesson {
 
@@ -24,12 +26,6 @@ std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
     if (b == std::string::npos) return "";
     return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : sep) + x;
-    return s;
 }
 
 // "m=512,n=512,k=512" and "k=512,m=512,n=512" are the same shape.
@@ -448,42 +444,22 @@ std::string render(const std::string& text, const Context& ctx, std::vector<std:
     return out + text.substr(pos);
 }
 
-std::vector<std::string> level_ids(const fs::path& levels_dir) {
-    std::vector<std::string> ids;
-    if (fs::is_directory(levels_dir))
-        for (auto& d : fs::directory_iterator(levels_dir))
-            if (fs::exists(d.path() / "level.json")) ids.push_back(d.path().filename().string());
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
-
 Level load_level(const fs::path& levels_dir, const fs::path& repo_root, const std::string& name) {
-    const auto ids = level_ids(levels_dir);
-    for (auto& dir_name : ids) {
-        const fs::path dir = levels_dir / dir_name;
-        auto doc = read_json_file(dir / "level.json");
-        const std::string id = doc.value("id", dir_name);
-        // "01-vectorization" answers to "01", "1" and "vectorization" as well.
-        std::smatch m;
-        const bool numbered = std::regex_match(id, m, std::regex("0*([0-9]+)-(.*)"));
-        const bool hit = name == id || name == doc.value("lever", "") ||
-                         (numbered && (name == m[2].str() || name == id.substr(0, id.find('-')) || name == m[1].str()));
-        if (!hit) continue;
-        Level L;
-        L.dir = dir;
-        L.manifest = doc;
-        L.id = id;
-        L.title = doc.value("title", id);
-        L.op = doc.value("op", "");
-        if (!doc.contains("lesson")) throw UsageError("level '" + id + "' has no lesson (no \"lesson\" in level.json)");
-        L.lesson_text = read_text(dir / doc["lesson"].get<std::string>());
-        if (!doc.contains("results")) throw UsageError("level '" + id + "' names no results file (\"results\")");
-        L.results_file = repo_root / doc["results"].get<std::string>();
-        L.results = read_json_file(L.results_file);
-        return L;
-    }
-    throw UsageError("unknown level '" + name + "'; valid levels: " +
-                     (ids.empty() ? "(none found under " + levels_dir.string() + ")" : join(ids)));
+    LevelDir found = find_level(levels_dir, name);
+    const auto& doc = found.manifest;
+    const std::string& id = found.id;
+    Level L;
+    L.dir = found.dir;
+    L.manifest = doc;
+    L.id = id;
+    L.title = doc.value("title", id);
+    L.op = doc.value("op", "");
+    if (!doc.contains("lesson")) throw UsageError("level '" + id + "' has no lesson (no \"lesson\" in level.json)");
+    L.lesson_text = read_text(L.dir / doc["lesson"].get<std::string>());
+    if (!doc.contains("results")) throw UsageError("level '" + id + "' names no results file (\"results\")");
+    L.results_file = repo_root / doc["results"].get<std::string>();
+    L.results = read_json_file(L.results_file);
+    return L;
 }
 
 Context recorded_context(const Level& L) {

@@ -46,6 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/ceilings.hpp"
+#include "harness/levels.hpp"
 #include "harness/registry.hpp"
 
 namespace mw::lesson {
@@ -94,8 +95,8 @@ struct Level {
 // UsageError (harness/runner.hpp) naming the valid levels.
 Level load_level(const std::filesystem::path& levels_dir, const std::filesystem::path& repo_root,
                  const std::string& name);
-// Ids of every level with a lesson.
-std::vector<std::string> level_ids(const std::filesystem::path& levels_dir);
+// Ids of every level: mw::level_ids (harness/levels.hpp).
+using mw::level_ids;
 
 // The context of the recorded results (shape: the recorded runs' shape).
 Context recorded_context(const Level& level);

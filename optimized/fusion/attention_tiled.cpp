@@ -25,7 +25,7 @@
 #include <cmath>
 #include <memory>
 
-#include "optimized/fusion/simd.hpp"
+#include "kernels/fusion/simd.hpp"
 #include "reference/fusion/attention.hpp"
 
 namespace mw::fusion {

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "optimized/fusion/bias_gelu_ln.hpp"
-#include "optimized/fusion/simd.hpp"
+#include "kernels/fusion/bias_gelu_ln.hpp"
+#include "kernels/fusion/simd.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

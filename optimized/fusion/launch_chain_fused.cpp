@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "optimized/fusion/simd.hpp"
+#include "kernels/fusion/simd.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

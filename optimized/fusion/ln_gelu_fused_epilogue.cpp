@@ -1,7 +1,7 @@
 // ln_gelu, fusion lever, rung 1 (CPU): the epilogue fused into the GEMM.
 //
 // Change from rung 0: the same packed AVX-512 GEMM pieces (packing and
-// micro-kernel of optimized/vectorization/gemm_cpu_kernels.hpp), but the
+// micro-kernel of kernels/vectorization/gemm_cpu.hpp), but the
 // loop nest is reorganized around row strips of Y: B (= W) is packed once
 // for all of n, then each thread takes MC = 96 rows at a time, computes the
 // whole 96 x n strip (384 KiB at n = 1024, in L2) and applies bias + GELU +
@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "optimized/fusion/bias_gelu_ln.hpp"
-#include "optimized/vectorization/gemm_cpu_kernels.hpp"
+#include "kernels/fusion/bias_gelu_ln.hpp"
+#include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "optimized/fusion/softmax_kernels.hpp"
+#include "kernels/fusion/softmax_rows.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

@@ -8,7 +8,7 @@
 // cache): expected ~3/2 faster than rung 1 when DRAM-bound. This only works
 // while a row fits in cache — the reason GPU kernels, whose fast memory is
 // far smaller per row, need the online form inside attention instead.
-#include "optimized/fusion/softmax_kernels.hpp"
+#include "kernels/fusion/softmax_rows.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

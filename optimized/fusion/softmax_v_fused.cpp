@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "optimized/fusion/softmax_v.hpp"
+#include "kernels/fusion/softmax_v.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

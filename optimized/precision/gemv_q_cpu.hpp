@@ -35,32 +35,21 @@
 #include <string>
 #include <vector>
 
+#include "harness/isa.hpp"
 #include "harness/registry.hpp"
+#include "kernels/precision/quant.hpp"
 #include "reference/precision/gemv_q.hpp"
-#include "reference/precision/quant.hpp"
 
 // GCC 12 warns that the intrinsics headers' own __Y temporaries "may be used
 // uninitialized" once these templates are inlined: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#define MW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
-#define MW_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace mw::precision::cpu {
 
-enum class Isa { avx512, avx2 };
-
-// AVX-512 unless absent or MEMWALL_ISA=avx2; throws if not even AVX2+FMA+F16C.
-inline Isa select_isa() {
-    const char* force = std::getenv("MEMWALL_ISA");
-    const bool want_avx2 = force && std::string(force) == "avx2";
-    if (!want_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
-        return Isa::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        return Isa::avx2;
-    throw std::runtime_error("gemv_q: this CPU has neither AVX-512 nor AVX2+FMA+F16C");
-}
+using isa::Isa;
+// AVX-512 unless absent or MEMWALL_ISA=avx2 (harness/isa.hpp).
+inline Isa select_isa() { return isa::pick(); }
 
 // Everything a row loop reads.
 struct Args {
@@ -87,8 +76,8 @@ constexpr std::int64_t kPrefetchBytes = 4096;
 //   void decode(std::int64_t j, V w[]) // weights j..j+31 as fp32 vectors (zero past n_in)
 //   float scale(g), zero(g);           // grouped decoders only
 //   float row_scale;                   // 1 except int8
-MW_AVX512 inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
-MW_AVX2 inline float hsum(__m256 v) {
+MW_TARGET_AVX512 inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+MW_TARGET_AVX2 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -96,7 +85,7 @@ MW_AVX2 inline float hsum(__m256 v) {
 }
 
 template <class D, int NB>
-MW_AVX512 void rows_avx512(const Args& a, std::int64_t r0, std::int64_t r1, std::int64_t b0) {
+MW_TARGET_AVX512 void rows_avx512(const Args& a, std::int64_t r0, std::int64_t r1, std::int64_t b0) {
     const QMatrix& m = *a.m;
     for (std::int64_t r = r0; r < r1; ++r) {
         const D d(m, r);
@@ -132,7 +121,7 @@ MW_AVX512 void rows_avx512(const Args& a, std::int64_t r0, std::int64_t r1, std:
 }
 
 template <class D, int NB>
-MW_AVX2 void rows_avx2(const Args& a, std::int64_t r0, std::int64_t r1, std::int64_t b0) {
+MW_TARGET_AVX2 void rows_avx2(const Args& a, std::int64_t r0, std::int64_t r1, std::int64_t b0) {
     const QMatrix& m = *a.m;
     for (std::int64_t r = r0; r < r1; ++r) {
         const D d(m, r);

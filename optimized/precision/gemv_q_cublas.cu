@@ -37,7 +37,7 @@
 #include "harness/inputs.hpp"
 #include "optimized/precision/gemv_q_cuda.hpp"
 #include "reference/precision/gemv_q.hpp"
-#include "reference/precision/quant.hpp"
+#include "kernels/precision/quant.hpp"
 
 namespace {
 

@@ -32,7 +32,7 @@
 // live in registers); more items take ceil(b / 8) passes, each streaming W
 // again: a GEMV kernel is for decode (b ~ 1..8); the cuBLAS rungs
 // (gemv_q_cublas.cu) are the answer for batched shapes.
-// Weights are quantized on the host with reference/precision/quant.hpp's
+// Weights are quantized on the host with kernels/precision/quant.hpp's
 // quantize() — the same bits as the CPU rungs — and uploaded untouched, rows
 // padded to 32 weights (int4: to the group). Padding weights are finite
 // (zero, or the int4 code 8) and meet the zero-padded x tile, so they add
@@ -48,9 +48,10 @@
 
 #include "harness/cuda/device_problem.hpp"
 #include "harness/cuda/launch.hpp"
-#include "optimized/precision/dequant_bits.hpp"
+#include "kernels/cuda/warp.hpp"
+#include "kernels/precision/dequant_bits.hpp"
+#include "kernels/precision/quant.hpp"
 #include "reference/precision/gemv_q.hpp"
-#include "reference/precision/quant.hpp"
 
 // Unnamed namespace: nvcc and the emulator each compile these, and both
 // copies end up in one binary (see harness/cuda/device_problem.hpp).
@@ -77,10 +78,7 @@ __device__ __forceinline__ const unsigned char* row_ptr(const QDev& q, int row) 
     return q.payload + std::size_t(row) * std::size_t(q.row_bytes);
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
+using mw::warp::warp_sum;
 
 // Where float4 unit u of a staged x tile lives (see the header).
 __device__ __forceinline__ int swizzle(int u) { return u ^ ((u >> 3) & 7); }

@@ -24,7 +24,7 @@ struct F32x16 {
     std::int64_t n, group;
     float row_scale = 1;
     F32x16(const QMatrix& m, std::int64_t r) : row(m.payload.as<float>() + r * m.ld), n(m.n_in), group((m.n_in + 31) / 32 * 32) {}
-    MW_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
+    MW_TARGET_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
         if (j + 32 <= n) {
             w[0] = _mm512_loadu_ps(row + j);
             w[1] = _mm512_loadu_ps(row + j + 16);
@@ -46,7 +46,7 @@ struct F32x8 {
     std::int64_t n, group;
     float row_scale = 1;
     F32x8(const QMatrix& m, std::int64_t r) : row(m.payload.as<float>() + r * m.ld), n(m.n_in), group((m.n_in + 31) / 32 * 32) {}
-    MW_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
+    MW_TARGET_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
         if (j + 32 <= n) {
             for (int k = 0; k < 4; ++k) w[k] = _mm256_loadu_ps(row + j + 8 * k);
             return;

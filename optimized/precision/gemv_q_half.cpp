@@ -24,12 +24,12 @@ struct Half16 {
     std::int64_t group;
     float row_scale = 1;
     Half16(const QMatrix& m, std::int64_t r) : row(m.payload.as<std::uint16_t>() + r * m.ld), group(m.ld) {}
-    MW_AVX512 static __m512 widen(const std::uint16_t* p) {
+    MW_TARGET_AVX512 static __m512 widen(const std::uint16_t* p) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
         else return _mm512_cvtph_ps(h);
     }
-    MW_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
+    MW_TARGET_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
         w[0] = widen(row + j);
         w[1] = widen(row + j + 16);
     }
@@ -43,12 +43,12 @@ struct Half8 {
     std::int64_t group;
     float row_scale = 1;
     Half8(const QMatrix& m, std::int64_t r) : row(m.payload.as<std::uint16_t>() + r * m.ld), group(m.ld) {}
-    MW_AVX2 static __m256 widen(const std::uint16_t* p) {
+    MW_TARGET_AVX2 static __m256 widen(const std::uint16_t* p) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
         if constexpr (BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
         else return _mm256_cvtph_ps(h);
     }
-    MW_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
+    MW_TARGET_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
         for (int k = 0; k < 4; ++k) w[k] = widen(row + j + 8 * k);
     }
 };

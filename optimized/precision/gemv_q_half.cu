@@ -7,7 +7,7 @@
 // A lane's 16-byte load now carries 8 weights instead of 4.
 //   bf16: the top half of an fp32 — widening is a shift or a mask;
 //   fp16: exponent and mantissa moved into fp32's place and multiplied by
-//         2^112 (optimized/precision/dequant_bits.hpp): exact, subnormals
+//         2^112 (kernels/precision/dequant_bits.hpp): exact, subnormals
 //         included, no conversion instruction.
 // Bytes: 2 * n_out * n_in of W (+ x, y): 128 MiB at 8192^2, half of rung 1.
 // Expected: still bandwidth-bound (the widening costs 1-4 integer/fp32 ops per

@@ -38,15 +38,15 @@ struct Int4Row {
           z16(m.spec.asym ? m.zeros.as<std::uint16_t>() + r * m.groups_per_row : nullptr),
           group(m.spec.group) {}
     const char* at(std::int64_t j) const { return reinterpret_cast<const char*>(row + j / 2); }
-    MW_AVX2 float scale(std::int64_t g) const { return _cvtsh_ss(s16[g]); }
-    MW_AVX2 float zero(std::int64_t g) const { return z16 ? _cvtsh_ss(z16[g]) : 8.0f; }
+    MW_TARGET_AVX2 float scale(std::int64_t g) const { return _cvtsh_ss(s16[g]); }
+    MW_TARGET_AVX2 float zero(std::int64_t g) const { return z16 ? _cvtsh_ss(z16[g]) : 8.0f; }
 };
 
 struct Int4x16 : Int4Row {
     using Int4Row::Int4Row;
     // The 16 bytes are widened once to 16 dwords; each dword then holds a low
     // nibble (weights 0..15) and a high nibble (weights 16..31) of the chunk.
-    MW_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
+    MW_TARGET_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
         const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j / 2)));
         w[0] = _mm512_cvtepi32_ps(_mm512_and_si512(d, _mm512_set1_epi32(0x0F)));
         w[1] = _mm512_cvtepi32_ps(_mm512_srli_epi32(d, 4));
@@ -55,7 +55,7 @@ struct Int4x16 : Int4Row {
 
 struct Int4x8 : Int4Row {
     using Int4Row::Int4Row;
-    MW_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
+    MW_TARGET_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j / 2));
         const __m256i d0 = _mm256_cvtepu8_epi32(v), d1 = _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8));
         const __m256i m = _mm256_set1_epi32(0x0F);

@@ -24,10 +24,10 @@ struct I8x16 {
     float row_scale;
     I8x16(const QMatrix& m, std::int64_t r)
         : row(m.payload.as<std::int8_t>() + r * m.ld), group(m.ld), row_scale(m.scales.as<float>()[r]) {}
-    MW_AVX512 static __m512 widen(const std::int8_t* p) {
+    MW_TARGET_AVX512 static __m512 widen(const std::int8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     }
-    MW_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
+    MW_TARGET_AVX512 void decode(std::int64_t j, __m512 w[2]) const {
         w[0] = widen(row + j);
         w[1] = widen(row + j + 16);
     }
@@ -41,10 +41,10 @@ struct I8x8 {
     float row_scale;
     I8x8(const QMatrix& m, std::int64_t r)
         : row(m.payload.as<std::int8_t>() + r * m.ld), group(m.ld), row_scale(m.scales.as<float>()[r]) {}
-    MW_AVX2 static __m256 widen(const std::int8_t* p) {
+    MW_TARGET_AVX2 static __m256 widen(const std::int8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
-    MW_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
+    MW_TARGET_AVX2 void decode(std::int64_t j, __m256 w[4]) const {
         for (int k = 0; k < 4; ++k) w[k] = widen(row + j + 8 * k);
     }
 };

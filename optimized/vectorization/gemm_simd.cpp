@@ -11,7 +11,7 @@
 // C is touched once per KC block instead of once per k. To make the kernel's
 // loads unit-stride and aligned, A and B are first copied ("packed") into
 // panels in exactly the order the kernel reads them, zero-padded so edge
-// tiles need no branches (gemm_cpu_kernels.hpp describes the blocking).
+// tiles need no branches (kernels/vectorization/gemm_cpu.hpp describes the blocking).
 // Bytes: B is packed once and its packed copy streamed from L2/L3 once per
 // MC-row block; A is packed once per NC-column block; C stays in L2 while its
 // MC-row strip is being summed. FLOPs: 2*M*N*K (padding lanes aside).
@@ -26,7 +26,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "optimized/vectorization/gemm_cpu_kernels.hpp"
+#include "harness/isa.hpp"
+#include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/vectorization/gemm.hpp"
 
 namespace mw::gemm::cpu {
@@ -36,7 +37,7 @@ namespace {
 // MR broadcasts of A times two NR/2-wide vectors of B per step of k; the MR x 2
 // accumulators never leave registers until the end of the KC sweep.
 template <int MR>
-__attribute__((target("avx512f,avx512vl,fma")))
+MW_TARGET_AVX512
 void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate) {
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -65,7 +66,7 @@ void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, boo
 }
 
 template <int MR>
-__attribute__((target("avx2,fma")))
+MW_TARGET_AVX2
 void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate) {
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -101,14 +102,7 @@ constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratc
 
 }  // namespace
 
-const Kernel& select_kernel() {
-    const char* force = std::getenv("MEMWALL_ISA");
-    const bool want_avx2 = force && std::strcmp(force, "avx2") == 0;
-    if (!want_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        return kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kAvx2;
-    throw std::runtime_error("gemm simd: this CPU has neither AVX-512 nor AVX2+FMA");
-}
+const Kernel& select_kernel() { return isa::pick() == isa::Isa::avx512 ? kAvx512 : kAvx2; }
 
 void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap) {
     for (int i0 = 0; i0 < mc; i0 += mr) {

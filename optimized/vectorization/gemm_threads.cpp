@@ -1,7 +1,7 @@
 // GEMM, vectorization lever, rung 4: rung 3 on all cores (OpenMP).
 //
 // Change from rung 3: nothing in the arithmetic. The same packing and the same
-// micro-kernel (gemm_cpu_kernels.hpp) run inside one OpenMP parallel region:
+// micro-kernel (kernels/vectorization/gemm_cpu.hpp) run inside one OpenMP parallel region:
 //   - the packed B block (K x NC) is shared: the threads pack its panels
 //     between them, then wait at a barrier;
 //   - the MC-row blocks of C are dealt out to the threads dynamically; each
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "optimized/vectorization/gemm_cpu_kernels.hpp"
+#include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/vectorization/gemm.hpp"
 
 namespace mw::gemm {

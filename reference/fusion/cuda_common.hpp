@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "harness/cuda/launch.hpp"
+#include "kernels/cuda/warp.hpp"
 
 // An unnamed namespace, like harness/cuda/device_problem.hpp: nvcc and the
 // emulator each compile these, and both copies end up in one binary.
@@ -16,15 +17,9 @@ __device__ inline float gelu(float x) {
     return x / (1.0f + expf(-2.0f * u));
 }
 
-// Sum over a warp; every lane gets the result.
-__device__ inline float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ inline float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
+// Sum and max over a warp (kernels/cuda/warp.hpp).
+using mw::warp::warp_max;
+using mw::warp::warp_sum;
 
 // A device scratch buffer owned by an Instance (freed with it).
 inline std::shared_ptr<float> device_floats(std::size_t n) {

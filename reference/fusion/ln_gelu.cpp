@@ -18,13 +18,10 @@
 #include <vector>
 
 #include "harness/inputs.hpp"
-#include "optimized/fusion/bias_gelu_ln.hpp"
+#include "kernels/fusion/bias_gelu_ln.hpp"
+#include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/fusion/fusion.hpp"
 #include "reference/vectorization/gemm.hpp"
-
-namespace mw::gemm {
-void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K);  // optimized/vectorization
-}
 
 namespace mw::fusion {
 namespace {
@@ -90,7 +87,7 @@ Instance prepare_unfused(Problem& p) {
 }  // namespace
 
 double ln_gelu_gemm_bytes(const Shape& s) {
-    // The GEMM rung's blocking model (gemm_cpu_kernels.hpp: MC = 96, NC = 2048).
+    // The GEMM rung's blocking model (kernels/vectorization/gemm_cpu.hpp: MC = 96, NC = 2048).
     return gemm::bytes_blocked(Shape{{{"m", s["m"]}, {"n", s["n"]}, {"k", s["k"]}}}, 96, 2048);
 }
 

@@ -9,7 +9,7 @@
 // the default 32768 x 8192: x alone is over 3x a 300 MiB L3, so every sweep
 // is a DRAM trip; at 4096 rows x and y would fit such an L3 and the sweeps
 // would measure the cache). The per-row statistics are 2*rows floats.
-// The arithmetic already uses the SIMD exp of optimized/fusion/simd.hpp (the
+// The arithmetic already uses the SIMD exp of kernels/fusion/simd.hpp (the
 // same code as the online rungs), so the ladder's steps measure passes over
 // memory, not vector math.
 //
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "harness/inputs.hpp"
-#include "optimized/fusion/softmax_kernels.hpp"
+#include "kernels/fusion/softmax_rows.hpp"
 #include "reference/fusion/fusion.hpp"
 
 namespace mw::fusion {

@@ -20,7 +20,7 @@
 #include <functional>
 
 #include "harness/registry.hpp"
-#include "reference/precision/quant.hpp"
+#include "kernels/precision/quant.hpp"
 
 namespace mw::precision {
 

@@ -50,6 +50,8 @@ TEST(ClaimsFile, ParsesAndEveryClaimIsWellFormed) {
         for (const char* k : {"lever", "source", "statement", "published", "check", "tolerance"})
             EXPECT_TRUE(c.contains(k)) << id << " lacks " << k;
         EXPECT_TRUE(c["source"].contains("file") && c["source"].contains("section")) << id;
+        // Lever ids are spelled like their folders and ops: kv_cache, not kv-cache.
+        EXPECT_EQ(c.value("lever", "").find('-'), std::string::npos) << id << ": lever " << c.value("lever", "");
         const std::string file = c["source"]["file"];
         EXPECT_TRUE(file.rfind("000_", 0) == 0 || file.rfind("001_", 0) == 0 || file.rfind("002_", 0) == 0) << id;
         EXPECT_TRUE(c["published"].contains("value") || c["published"].contains("range")) << id;
@@ -91,6 +93,12 @@ TEST(Reproduce, FiltersAndDecimalBinaryHint) {
     auto f = memwall("reproduce --lever precision --format json", false);
     ASSERT_EQ(f.status, 0);
     for (auto& c : nlohmann::json::parse(f.output)["claims"]) EXPECT_EQ(c["lever"], "precision");
+    // The folder spelling and the hyphenated one name the same lever.
+    auto k = memwall("reproduce --lever kv-cache --format json", false);
+    ASSERT_EQ(k.status, 0) << k.output;
+    const auto kv = nlohmann::json::parse(k.output)["claims"];
+    EXPECT_FALSE(kv.empty());
+    for (auto& c : kv) EXPECT_EQ(c["lever"], "kv_cache");
 }
 
 struct BadInput {

@@ -18,12 +18,7 @@
 
 namespace {
 
-using mw::test::Case;
-using mw::test::case_name;
-using mw::test::check_case;
-using mw::test::fixture_for;
-using mw::test::Fixture;
-using mw::test::shape;
+using namespace mw::test;  // Case, shape, fixture_for, check_case (tests/oracle_cases.hpp)
 
 // Shapes per op; `emu` keeps them small (one fiber per CUDA thread).
 std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
@@ -75,28 +70,12 @@ const std::vector<std::string> kOps = {"bias_gelu_ln", "softmax", "softmax_v", "
 
 std::vector<Case> cases(mw::Backend b) { return mw::test::cases(kOps, b, shapes); }
 
-class FusionCpu : public testing::TestWithParam<Case> {};
-TEST_P(FusionCpu, MatchesOracle) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, FusionCpu, testing::ValuesIn(cases(mw::Backend::cpu)), case_name);
-
-class FusionCuda : public testing::TestWithParam<Case> {};
-TEST_P(FusionCuda, MatchesOracle) {
-    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
-    check_case(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, FusionCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FusionCuda);
-
-class FusionEmu : public testing::TestWithParam<Case> {};
-TEST_P(FusionEmu, MatchesOracle) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, FusionEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FusionEmu);
+MW_ORACLE_SUITES(Fusion, MatchesOracle, cases, check_case);
 
 // The AVX2 path of every SIMD rung, forced on an AVX-512 machine.
 TEST(FusionCpuIsa, Avx2FallbackMatchesOracle) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
     setenv("MEMWALL_ISA", "avx2", 1);
-    setenv("MW_GEMM_ISA", "avx2", 1);
     for (auto& op : kOps)
         for (auto* v : mw::variants_of(op, mw::Backend::cpu)) {
             if (v->role == mw::Role::reference) continue;
@@ -107,7 +86,6 @@ TEST(FusionCpuIsa, Avx2FallbackMatchesOracle) {
             }
         }
     unsetenv("MEMWALL_ISA");
-    unsetenv("MW_GEMM_ISA");
 }
 
 // The point of the tiled rung: no s x s buffer. Peak heap growth over
@@ -158,7 +136,7 @@ TEST(FusionMemory, FusedSoftmaxVNeverHoldsP) {
 }
 
 // The online rungs rescale their running sum only when a value passes the
-// reference maximum by a slack (softmax_kernels.hpp). Seeded normal inputs
+// reference maximum by a slack (kernels/fusion/softmax_rows.hpp). Seeded normal inputs
 // never do; rows that climb steeply, with a late spike, rescale many times.
 TEST(FusionSoftmax, OnlineRescalesOnRisingRows) {
     const mw::Op* op = mw::find_op("softmax");

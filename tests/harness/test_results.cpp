@@ -99,3 +99,40 @@ TEST(Results, ReportsListEveryVariant) {
 }
 
 }  // namespace
+
+namespace {
+
+// Results files and rendered lessons are committed: they must not record the
+// folders of the machine that ran the command.
+TEST(ResultsPaths, PathsUnderTheRepositoryBecomeRelative) {
+    const fs::path root = fs::temp_directory_path() / "mw-record-root";
+    fs::create_directories(root / "results" / "m");
+    EXPECT_EQ(mw::path_for_record((root / "results/m/ceilings.json").string(), root), "results/m/ceilings.json");
+    EXPECT_EQ(mw::path_for_record((root / "results/m/../m/new.json").string(), root), "results/m/new.json");
+    // Relative paths are taken from the current directory.
+    const fs::path cwd = fs::current_path();
+    fs::current_path(root / "results");
+    EXPECT_EQ(mw::path_for_record("m/r.json", root), "results/m/r.json");
+    fs::current_path(cwd);
+    // Outside the repository: only the file name; a sibling folder whose name
+    // starts like the root's is outside too.
+    EXPECT_EQ(mw::path_for_record("/elsewhere/deep/out.json", root), "out.json");
+    EXPECT_EQ(mw::path_for_record(root.string() + "-other/x.json", root), "x.json");
+    // Not paths: left alone.
+    EXPECT_EQ(mw::path_for_record("m=64,n=64,k=64", root), "m=64,n=64,k=64");
+    EXPECT_EQ(mw::path_for_record("cuda-emu", root), "cuda-emu");
+    fs::remove_all(root);
+}
+
+TEST(ResultsPaths, CommandRecordsArgumentsAndFlagValuesRelative) {
+    const fs::path root = MEMWALL_SOURCE_DIR;
+    std::string a0 = "memwall", a1 = "run", a2 = "gemm", a3 = "--ceilings", a4 = (root / "results/c.json").string(),
+                a5 = "--out=" + (root / "results/r.json").string(), a6 = "--shape", a7 = "m=1,n=2,k=3";
+    char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data(), a5.data(), a6.data(), a7.data()};
+    setenv("MEMWALL_SOURCE_DIR", root.c_str(), 1);
+    EXPECT_EQ(mw::command_for_record(8, argv),
+              "memwall run gemm --ceilings results/c.json --out=results/r.json --shape m=1,n=2,k=3");
+    unsetenv("MEMWALL_SOURCE_DIR");
+}
+
+}  // namespace

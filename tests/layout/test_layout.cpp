@@ -20,12 +20,7 @@
 
 namespace {
 
-using mw::test::Case;
-using mw::test::case_name;
-using mw::test::check_case;
-using mw::test::fixture_for;
-using mw::test::Fixture;
-using mw::test::shape;
+using namespace mw::test;  // Case, shape, fixture_for, check_case (tests/oracle_cases.hpp)
 
 // Shapes per op; `emu` keeps them small (one fiber per CUDA thread).
 std::vector<mw::Shape> shapes(const std::string& op, bool emu) {
@@ -73,22 +68,7 @@ const std::vector<std::string> kOps = {"matmul_bt", "permute", "aos_soa", "trans
 
 std::vector<Case> cases(mw::Backend b) { return mw::test::cases(kOps, b, shapes); }
 
-class LayoutCpu : public testing::TestWithParam<Case> {};
-TEST_P(LayoutCpu, MatchesOracle) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, LayoutCpu, testing::ValuesIn(cases(mw::Backend::cpu)), case_name);
-
-class LayoutCuda : public testing::TestWithParam<Case> {};
-TEST_P(LayoutCuda, MatchesOracle) {
-    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
-    check_case(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, LayoutCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LayoutCuda);
-
-class LayoutEmu : public testing::TestWithParam<Case> {};
-TEST_P(LayoutEmu, MatchesOracle) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, LayoutEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LayoutEmu);
+MW_ORACLE_SUITES(Layout, MatchesOracle, cases, check_case);
 
 // --- the properties the lesson rests on -----------------------------------------
 

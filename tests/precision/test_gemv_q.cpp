@@ -16,6 +16,7 @@
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "reference/precision/gemv_q.hpp"
+#include "tests/oracle_cases.hpp"
 
 namespace {
 
@@ -35,39 +36,27 @@ QuantSpec spec_of(const std::string& name) {
     return {Format::f32};
 }
 
-struct Case {
-    const mw::Variant* variant;
-    mw::Shape shape;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.variant->name << " at " << c.shape.str(); }
+using mw::test::Case;
 
 mw::Shape shape(std::int64_t n_out, std::int64_t n_in, std::int64_t b) {
     return {{{"n_out", n_out}, {"n_in", n_in}, {"b", b}}};
 }
 
-std::vector<mw::Shape> shapes(bool big) {
+std::vector<mw::Shape> shapes(const std::string& /*op*/, bool emu) {
     std::vector<mw::Shape> s;
     for (int n : {1, 7, 33, 127, 129}) s.push_back(shape(n, n, 1));
     s.push_back(shape(33, 129, 3));   // n_in not a multiple of any group
     s.push_back(shape(7, 200, 5));    // partial last group for G = 64, 128
     s.push_back(shape(65, 256, 8));   // two full batch blocks
-    if (big) s.push_back(shape(300, 1000, 2));
+    if (!emu) s.push_back(shape(300, 1000, 2));
     return s;
 }
 
 std::vector<Case> cases(mw::Backend b) {
     std::vector<Case> out;
-    for (auto* v : mw::variants_of("gemv_q", b)) {
-        if (v->role == mw::Role::vendor) continue;  // cuBLAS rounds x too: see test_gemv_q_cuda.cpp
-        for (auto& s : shapes(b == mw::Backend::cpu)) out.push_back({v, s});
-    }
+    for (auto& c : mw::test::cases({"gemv_q"}, b, shapes))
+        if (c.variant->role != mw::Role::vendor) out.push_back(c);  // cuBLAS rounds x too: see test_gemv_q_cuda.cpp
     return out;
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-    const auto& s = info.param.shape;
-    return info.param.variant->name + "_o" + std::to_string(s["n_out"]) + "_i" + std::to_string(s["n_in"]) + "_b" +
-           std::to_string(s["b"]);
 }
 
 void check_case(const Case& c) {
@@ -103,28 +92,13 @@ void check_case(const Case& c) {
         }
 }
 
-class GemvQCpu : public testing::TestWithParam<Case> {};
-TEST_P(GemvQCpu, MatchesContractAndBound) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, GemvQCpu, testing::ValuesIn(cases(mw::Backend::cpu)), case_name);
-
-class GemvQCuda : public testing::TestWithParam<Case> {};
-TEST_P(GemvQCuda, MatchesContractAndBound) {
-    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
-    check_case(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, GemvQCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GemvQCuda);
-
-class GemvQEmu : public testing::TestWithParam<Case> {};
-TEST_P(GemvQEmu, MatchesContractAndBound) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, GemvQEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GemvQEmu);
+MW_ORACLE_SUITES(GemvQ, MatchesContractAndBound, cases, check_case);
 
 TEST(GemvQCpuIsa, Avx2FallbackMatchesContract) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
     setenv("MEMWALL_ISA", "avx2", 1);
     for (auto* v : mw::variants_of("gemv_q", mw::Backend::cpu))
-        for (auto& s : shapes(false)) check_case({v, s});
+        for (auto& s : shapes("gemv_q", true)) check_case({v, s});
     unsetenv("MEMWALL_ISA");
 }
 

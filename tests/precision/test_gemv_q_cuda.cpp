@@ -24,8 +24,9 @@
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
-#include "optimized/precision/dequant_bits.hpp"
+#include "kernels/precision/dequant_bits.hpp"
 #include "reference/precision/gemv_q.hpp"
+#include "tests/oracle_cases.hpp"
 
 namespace {
 
@@ -51,13 +52,7 @@ float round_to(Format f, float v) {
     return f == Format::bf16 ? mw::bf16_to_f32(mw::f32_to_bf16(v)) : mw::f16_to_f32(mw::f32_to_f16(v));
 }
 
-struct Case {
-    const mw::Variant* variant;
-    mw::Shape shape;
-};
-void PrintTo(const Case& c, std::ostream* os) {
-    *os << c.variant->name << " (" << mw::to_string(c.variant->backend) << ") at " << c.shape.str();
-}
+using mw::test::Case;
 
 mw::Shape shape(std::int64_t n_out, std::int64_t n_in, std::int64_t b) {
     return {{{"n_out", n_out}, {"n_in", n_in}, {"b", b}}};
@@ -66,7 +61,7 @@ mw::Shape shape(std::int64_t n_out, std::int64_t n_in, std::int64_t b) {
 // Every (n_out, n_in) pair at b = 1 and b = 3 on the GPU; the emulator (one
 // fiber per CUDA thread, a process per test under ctest) takes every pair at
 // b = 1 and a spread of them at b = 3.
-std::vector<mw::Shape> shapes(bool emu) {
+std::vector<mw::Shape> shapes(const std::string& /*op*/, bool emu) {
     std::vector<mw::Shape> s;
     const int odd[] = {1, 7, 33, 127, 129};
     for (int n_out : odd)
@@ -87,17 +82,10 @@ std::vector<mw::Shape> shapes(bool emu) {
     return s;
 }
 
+// The CUDA rungs only (the CPU ones are test_gemv_q.cpp's): no CPU suite.
 std::vector<Case> cases(mw::Backend b) {
-    std::vector<Case> out;
-    for (auto* v : mw::variants_of("gemv_q", b))
-        for (auto& s : shapes(b == mw::Backend::cuda_emu)) out.push_back({v, s});
-    return out;
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-    const auto& s = info.param.shape;
-    return info.param.variant->name + "_o" + std::to_string(s["n_out"]) + "_i" + std::to_string(s["n_in"]) + "_b" +
-           std::to_string(s["b"]);
+    if (b == mw::Backend::cpu) return {};
+    return mw::test::cases({"gemv_q"}, b, shapes);
 }
 
 void check_case(const Case& c) {
@@ -135,18 +123,7 @@ void check_case(const Case& c) {
         }
 }
 
-class PrecisionCuda : public testing::TestWithParam<Case> {};
-TEST_P(PrecisionCuda, MatchesContractAndBound) {
-    if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();
-    check_case(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, PrecisionCuda, testing::ValuesIn(cases(mw::Backend::cuda)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PrecisionCuda);
-
-class PrecisionEmu : public testing::TestWithParam<Case> {};
-TEST_P(PrecisionEmu, MatchesContractAndBound) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Variants, PrecisionEmu, testing::ValuesIn(cases(mw::Backend::cuda_emu)), case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PrecisionEmu);
+MW_ORACLE_SUITES(Precision, MatchesContractAndBound, cases, check_case);
 
 // The CUDA ladder is the CPU ladder's twin: same names, and the same
 // contract oracle (same quantized bits) for every lossy rung.

@@ -1,4 +1,4 @@
-// The quantizers (reference/precision/quant.hpp): dequantize(quantize(w))
+// The quantizers (kernels/precision/quant.hpp): dequantize(quantize(w))
 // equals an independent scalar re-derivation exactly, stays within the stated
 // per-weight bound, the effective-bits accounting says what it counts, and
 // group sizes the kernels cannot use are refused with a clear message.
@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "harness/inputs.hpp"
-#include "reference/precision/quant.hpp"
+#include "kernels/precision/quant.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 //   y[bb][i] = sum_j w[i][j] * x[bb][j],   bb < b, i < n_out, j < n_in
 //   w[i][j]  = s[i][j / 64] * (q[i][j] - 8)
 //
-// The weights arrive in the project's int4 format (reference/precision/
+// The weights arrive in the project's int4 format (kernels/precision/
 // quant.hpp, "int4 sym G" with G = 64), exactly as the project's int4_g64_sym
 // rung stores them:
 //   - rows are padded to ld = (n_in + 63) / 64 * 64 weights (whole groups);

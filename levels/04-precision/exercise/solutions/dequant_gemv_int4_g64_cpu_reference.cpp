@@ -19,7 +19,7 @@
 #include "harness/inputs.cpp"
 #include "harness/registry.cpp"
 #include "optimized/precision/gemv_q_int4.cpp"
-#include "reference/precision/quant.cpp"
+#include "kernels/precision/quant.cpp"
 
 namespace mw {  // registry.cpp asks these of the GPU backend; the worker has none
 int gpu_count() { return 0; }

@@ -1,0 +1,43 @@
+// Run-time ISA choice for the CPU kernels, in one place.
+//
+// The project is compiled without -march, so a SIMD kernel is compiled once
+// per ISA inside a function carrying MW_TARGET_AVX512 or MW_TARGET_AVX2, and
+// the caller picks one at run time with mw::isa::pick(). Setting the
+// environment variable MEMWALL_ISA=avx2 forces the AVX2 path, so the tests
+// check both paths on an AVX-512 machine. The environment is read on every
+// call (tests set it at run time), which costs nothing next to a kernel.
+#pragma once
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+// One feature set per ISA for every kernel: what the SIMD rungs use between
+// them (AVX-512 F/VL/DQ/BW; FMA; F16C for the half-precision weights).
+#define MW_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma,f16c")))
+#define MW_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace mw::isa {
+
+enum class Isa { avx512, avx2 };
+
+inline bool has_avx512() {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+inline bool has_avx2() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+// AVX-512 where present, unless MEMWALL_ISA=avx2; else AVX2. Throws if the
+// CPU has neither feature set.
+inline Isa pick() {
+    const char* force = std::getenv("MEMWALL_ISA");
+    const bool want_avx2 = force && std::string_view(force) == "avx2";
+    if (!want_avx2 && has_avx512()) return Isa::avx512;
+    if (has_avx2()) return Isa::avx2;
+    throw std::runtime_error("memwall: this CPU has neither AVX-512 (F, VL, DQ, BW) nor AVX2+FMA+F16C");
+}
+
+}  // namespace mw::isa

@@ -1,0 +1,202 @@
+// Scalar quantizers and dequantizers for the precision lever (see quant.hpp
+// for the formats, the effective-bits accounting and the error bound).
+#include "kernels/precision/quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "harness/inputs.hpp"
+
+namespace mw::precision {
+
+std::string describe(const QuantSpec& q) {
+    switch (q.format) {
+        case Format::f32: return "fp32";
+        case Format::bf16: return "bf16";
+        case Format::f16: return "fp16";
+        case Format::int8_channel: return "int8 per-channel (fp32 scale per row)";
+        case Format::int8_tensor: return "int8 per-tensor (one fp32 scale)";
+        case Format::int4:
+            return "int4 g" + std::to_string(q.group) + (q.asym ? " asym (fp16 scale + fp16 zero-point)" : " sym (fp16 scale)");
+    }
+    return "?";
+}
+
+double effective_bits(const QuantSpec& q, std::int64_t n_in) {
+    switch (q.format) {
+        case Format::f32: return 32;
+        case Format::bf16:
+        case Format::f16: return 16;
+        case Format::int8_channel: return 8 + 32.0 / double(n_in);
+        case Format::int8_tensor: return 8;
+        case Format::int4: return 4 + (q.asym ? 32.0 : 16.0) / q.group;
+    }
+    return 0;
+}
+
+std::int64_t padded_cols(const QuantSpec& q, std::int64_t n_in) {
+    const std::int64_t unit = q.format == Format::int4 ? q.group : 32;
+    return (n_in + unit - 1) / unit * unit;
+}
+
+double QMatrix::bytes() const {
+    return double(payload.size_bytes()) + double(scales.size_bytes()) + double(zeros.size_bytes());
+}
+
+namespace {
+
+void quantize_int8_row(const float* w, std::int64_t n, std::int8_t* q, float* scale) {
+    float amax = 0;
+    for (std::int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
+    const float s = amax > 0 ? amax / 127.0f : 1.0f;
+    const float inv = 1.0f / s;
+    for (std::int64_t j = 0; j < n; ++j) q[j] = std::int8_t(std::clamp(std::nearbyint(w[j] * inv), -127.0f, 127.0f));
+    *scale = s;
+}
+
+// One group of an int4 row: nibbles written through put(col, nibble).
+template <class Put>
+void quantize_int4_group(const float* w, std::int64_t n, bool asym, std::uint16_t* s16, std::uint16_t* z16, Put put) {
+    float lo = w[0], hi = w[0];
+    for (std::int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+    if (!asym) {
+        const float amax = std::max(std::fabs(lo), std::fabs(hi));
+        *s16 = f32_to_f16(amax > 0 ? amax / 7.0f : 1.0f);
+        const float inv = 1.0f / f16_to_f32(*s16);
+        for (std::int64_t j = 0; j < n; ++j) put(j, int(std::clamp(std::nearbyint(w[j] * inv), -7.0f, 7.0f)) + 8);
+        return;
+    }
+    const float range = hi - lo;
+    *s16 = f32_to_f16(range > 0 ? range / 15.0f : 1.0f);
+    const float s = f16_to_f32(*s16);
+    *z16 = f32_to_f16(-lo / s);
+    const float z = f16_to_f32(*z16), inv = 1.0f / s;
+    for (std::int64_t j = 0; j < n; ++j) put(j, int(std::clamp(std::nearbyint(w[j] * inv + z), 0.0f, 15.0f)));
+}
+
+}  // namespace
+
+QMatrix quantize(const QuantSpec& q, const float* W, std::int64_t n_out, std::int64_t n_in) {
+    if (q.format == Format::int4 && (q.group <= 0 || q.group % 32 != 0))
+        throw std::invalid_argument("int4 group size " + std::to_string(q.group) +
+                                    " is not a positive multiple of 32 (the SIMD chunk); use 32, 64, 128, ...");
+    QMatrix m;
+    m.spec = q;
+    m.n_out = n_out;
+    m.n_in = n_in;
+    m.ld = q.format == Format::f32 ? n_in : padded_cols(q, n_in);
+    const std::size_t total = std::size_t(n_out * m.ld);
+    switch (q.format) {
+        case Format::f32:
+            m.payload = Buffer::make("W_f32", DType::f32, total);
+            std::memcpy(m.payload.data.get(), W, total * 4);
+            break;
+        case Format::bf16:
+        case Format::f16: {
+            const bool bf = q.format == Format::bf16;
+            m.payload = Buffer::make(bf ? "W_bf16" : "W_f16", bf ? DType::bf16 : DType::f16, total);
+            auto* p = m.payload.as<std::uint16_t>();
+            std::fill(p, p + total, 0);
+#pragma omp parallel for schedule(static)
+            for (std::int64_t i = 0; i < n_out; ++i)
+                for (std::int64_t j = 0; j < n_in; ++j) {
+                    const float w = W[i * n_in + j];
+                    p[i * m.ld + j] = bf ? f32_to_bf16(w) : f32_to_f16(w);
+                }
+            break;
+        }
+        case Format::int8_channel: {
+            m.payload = Buffer::make("W_i8", DType::i8, total);
+            m.scales = Buffer::make("scale_f32", DType::f32, std::size_t(n_out));
+            std::memset(m.payload.data.get(), 0, total);
+#pragma omp parallel for schedule(static)
+            for (std::int64_t i = 0; i < n_out; ++i)
+                quantize_int8_row(W + i * n_in, n_in, m.payload.as<std::int8_t>() + i * m.ld, m.scales.as<float>() + i);
+            break;
+        }
+        case Format::int8_tensor: {
+            m.payload = Buffer::make("W_i8", DType::i8, total);
+            std::memset(m.payload.data.get(), 0, total);
+            float amax = 0;
+            for (std::int64_t k = 0; k < n_out * n_in; ++k) amax = std::max(amax, std::fabs(W[k]));
+            m.tensor_scale = amax > 0 ? amax / 127.0f : 1.0f;
+            const float inv = 1.0f / m.tensor_scale;
+            auto* p = m.payload.as<std::int8_t>();
+            for (std::int64_t i = 0; i < n_out; ++i)
+                for (std::int64_t j = 0; j < n_in; ++j)
+                    p[i * m.ld + j] = std::int8_t(std::clamp(std::nearbyint(W[i * n_in + j] * inv), -127.0f, 127.0f));
+            break;
+        }
+        case Format::int4: {
+            m.groups_per_row = m.ld / q.group;
+            m.payload = Buffer::make("W_i4", DType::u8, total / 2);
+            m.scales = Buffer::make("scale_f16", DType::f16, std::size_t(n_out * m.groups_per_row));
+            if (q.asym) m.zeros = Buffer::make("zero_f16", DType::f16, std::size_t(n_out * m.groups_per_row));
+            // Padding nibbles: 8 (a zero weight in the symmetric code); the
+            // kernels multiply them by zero-padded activations either way.
+            std::memset(m.payload.data.get(), 0x88, total / 2);
+#pragma omp parallel for schedule(static)
+            for (std::int64_t i = 0; i < n_out; ++i) {
+                std::uint8_t* row = m.payload.as<std::uint8_t>() + i * (m.ld / 2);
+                for (std::int64_t g = 0; g < m.groups_per_row; ++g) {
+                    const std::int64_t c0 = g * q.group;
+                    if (c0 >= n_in) {  // a whole padded group: scale 1, zero-point 8
+                        m.scales.as<std::uint16_t>()[i * m.groups_per_row + g] = f32_to_f16(1.0f);
+                        if (q.asym) m.zeros.as<std::uint16_t>()[i * m.groups_per_row + g] = f32_to_f16(8.0f);
+                        continue;
+                    }
+                    const std::int64_t n = std::min<std::int64_t>(q.group, n_in - c0);
+                    quantize_int4_group(W + i * n_in + c0, n, q.asym, m.scales.as<std::uint16_t>() + i * m.groups_per_row + g,
+                                        q.asym ? m.zeros.as<std::uint16_t>() + i * m.groups_per_row + g : nullptr,
+                                        [&](std::int64_t j, int nib) {
+                                            const std::int64_t col = c0 + j, chunk = col / 32, k = col % 32;
+                                            std::uint8_t& b = row[chunk * 16 + (k % 16)];
+                                            b = k < 16 ? std::uint8_t((b & 0xF0) | nib) : std::uint8_t((b & 0x0F) | (nib << 4));
+                                        });
+                }
+            }
+            break;
+        }
+    }
+    return m;
+}
+
+float dequant_at(const QMatrix& m, std::int64_t i, std::int64_t j) {
+    const std::int64_t k = i * m.ld + j;
+    switch (m.spec.format) {
+        case Format::f32: return m.payload.as<float>()[k];
+        case Format::bf16: return bf16_to_f32(m.payload.as<std::uint16_t>()[k]);
+        case Format::f16: return f16_to_f32(m.payload.as<std::uint16_t>()[k]);
+        case Format::int8_channel: return m.scales.as<float>()[i] * float(m.payload.as<std::int8_t>()[k]);
+        case Format::int8_tensor: return m.tensor_scale * float(m.payload.as<std::int8_t>()[k]);
+        case Format::int4: {
+            const std::int64_t g = i * m.groups_per_row + j / m.spec.group;
+            const float s = f16_to_f32(m.scales.as<std::uint16_t>()[g]);
+            const float z = m.spec.asym ? f16_to_f32(m.zeros.as<std::uint16_t>()[g]) : 8.0f;
+            const float q = float(nibble_at(m.payload.as<std::uint8_t>() + i * (m.ld / 2), j));
+            return s * (q - z);
+        }
+    }
+    return 0;
+}
+
+void dequantize_row(const QMatrix& m, std::int64_t row, float* out) {
+    for (std::int64_t j = 0; j < m.n_in; ++j) out[j] = dequant_at(m, row, j);
+}
+
+double error_bound_at(const QMatrix& m, std::int64_t i, std::int64_t j, float w) {
+    const double slack = 1.0 + 0x1.0p-6;
+    switch (m.spec.format) {
+        case Format::f32: return 0;
+        case Format::bf16: return 0x1.0p-8 * std::fabs(w);
+        case Format::f16: return 0x1.0p-11 * std::fabs(w) + 0x1.0p-25;  // + half the smallest subnormal
+        case Format::int8_channel: return 0.5 * m.scales.as<float>()[i] * slack;
+        case Format::int8_tensor: return 0.5 * m.tensor_scale * slack;
+        case Format::int4: return 0.5 * f16_to_f32(m.scales.as<std::uint16_t>()[i * m.groups_per_row + j / m.spec.group]) * slack;
+    }
+    return 0;
+}
+
+}  // namespace mw::precision

@@ -1,0 +1,82 @@
+// The packed SIMD GEMM, as other code calls it: the pieces of the SIMD GEMM
+// rungs (optimized/vectorization/gemm_simd.cpp, rung 3, defines them, since
+// they are its lesson; gemm_threads.cpp, rung 4, reuses them so that the diff
+// between the two rungs is only the OpenMP split), and rung 4 as a function
+// (the fusion lever's ln_gelu and softmax_v rungs multiply with it).
+//
+// The design is GotoBLAS/BLIS's: C is computed in MR x NR register tiles; A is
+// packed into MR-row panels and B into NR-column panels, each laid out in the
+// exact order the micro-kernel reads it, zero-padded to whole tiles so the
+// micro-kernel never branches on edges. Cache blocks wrap the tiles:
+//   KC  depth of one rank-KC update: a KC x NR micro-panel of B (32 KiB at
+//       KC=256, NR=32) stays in L1 while the kernel sweeps the A block;
+//   MC  rows of A packed at once: the MC x KC block (96 KiB) stays in L2,
+//       and the MC x NC strip of C stays in L2 across the KC blocks;
+//   NC  columns of B packed at once, for all of K, as KC-deep slices: the
+//       packed block is read from L2/L3 by every MC block (and, in rung 4,
+//       by every thread).
+// Loop nest:  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
+//             pack A[ic, pc]; macro_kernel
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+
+#include "harness/registry.hpp"
+
+namespace mw::gemm {
+// Rung 4 (optimized/vectorization/gemm_threads.cpp): C = A B, row-major fp32,
+// A M x K, B K x N, on all OpenMP threads.
+void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K);
+}  // namespace mw::gemm
+
+namespace mw::gemm::cpu {
+
+// C[0:MR, 0:NR] (+)= Ap * Bp for one full register tile; `ldc` is C's row
+// stride; `accumulate` false overwrites C (the first KC block, beta = 0).
+using MicroKernel = void (*)(int kc, const float* Ap, const float* Bp, float* C, int ldc,
+                             bool accumulate);
+
+// One ISA's micro-kernel and the cache blocking tuned for it.
+struct Kernel {
+    const char* isa;  // "avx512" or "avx2"
+    int mr, nr;       // register tile
+    int kc, mc, nc;   // cache blocks; mc is a multiple of mr, nc of nr
+    MicroKernel micro;
+};
+
+// AVX-512 when the CPU has avx512f, else AVX2+FMA. Setting the environment
+// variable MEMWALL_ISA=avx2 forces the fallback so tests can check both
+// paths on an AVX-512 machine. Throws if the CPU has neither.
+const Kernel& select_kernel();
+
+// Packs A[0:mc, 0:kc] (row stride lda) into ceil(mc/mr) panels; panel r holds
+// column p's mr values contiguously, rows past mc are zero.
+void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap);
+
+// Packs B[0:kc, 0:nc] (row stride ldb) into ceil(nc/nr) panels; panel j holds
+// row p's nr values contiguously, columns past nc are zero.
+void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp);
+
+// Floats needed by pack_a / pack_b for a block of the given size.
+inline long packed_a_floats(int mc, int kc, int mr) { return long((mc + mr - 1) / mr) * mr * kc; }
+inline long packed_b_floats(int kc, int nc, int nr) { return long((nc + nr - 1) / nr) * nr * kc; }
+// Where the KC slice starting at row pc sits in a packed K x nc block of B
+// (slices are stored one after the other, each packed_b_floats(kc, nc, nr)).
+inline float* packed_b_slice(float* Bp, int pc, int nc, int nr) { return Bp + packed_b_floats(pc, nc, nr); }
+
+// A 64-byte aligned float buffer, so every packed-panel vector load sits in
+// one cache line.
+std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n);
+
+// C[0:mc, 0:nc] (+)= packed A block * packed B block, tile by tile; edge tiles
+// go through a scratch tile so the micro-kernel only ever sees full tiles.
+void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,
+                  float* C, int ldc, bool accumulate);
+
+// The traffic model shared by rungs 3 and 4 (same blocking): bytes_blocked
+// with mb = MC (packed B re-read once per MC block), nb = NC (A once per NC
+// block); C stays in L2 across the KC blocks, so it is written once.
+double simd_bytes(const Shape& s, DType);
+
+}  // namespace mw::gemm::cpu
