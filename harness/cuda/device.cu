@@ -11,6 +11,7 @@
 // Every figure is the best of several runs timed with CUDA events, after a
 // warm-up run: on a shared machine the best is what the hardware can do,
 // while the median also measures the neighbours.
+#include "harness/cuda/cublas.hpp"
 #include "harness/cuda/launch.hpp"
 #include "harness/gpu.hpp"
 
@@ -28,6 +29,8 @@
 
 namespace mw {
 namespace {
+
+using cuda::cublas_check;  // harness/cuda/cublas.hpp
 
 // --- device discovery -----------------------------------------------------------
 
@@ -224,11 +227,6 @@ struct GemmCase {
     cublasComputeType_t compute;
     int min_cc_major;
 };
-
-void cublas_check(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(s)));
-}
 
 void fill_as(cudaDataType_t type, void* p, std::size_t n, std::uint32_t seed, const DeviceShape& d) {
     if (type == CUDA_R_16F)

@@ -13,12 +13,14 @@
 #include <stdexcept>
 
 #include "harness/cuda/device_problem.hpp"
+#include "harness/cuda/launch.hpp"
+#include "kernels/fusion/attention_tile_cuda.hpp"
 #include "reference/fusion/attention.hpp"
 #include "reference/fusion/cuda_common.hpp"
 
 namespace {
 
-constexpr int kBq = 32, kBc = 32;
+constexpr int kBq = 32, kBc = mw::fusion::cuda::kTileKeys;
 
 __global__ void fa2_kernel(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
                            float* __restrict__ O, int H, int Hk, int S, int D, int causal, float scale) {
@@ -45,24 +47,7 @@ __global__ void fa2_kernel(const float* __restrict__ Q, const float* __restrict_
         __syncthreads();
         const int n = i >= S ? 0 : causal ? min(cols, i - k0 + 1) : cols;
         if (n <= 0) continue;
-        float p[kBc];
-        float mt = -INFINITY;
-        for (int j = 0; j < n; ++j) {
-            float dot = 0;
-            for (int c = 0; c < D; ++c) dot += q[c] * Ks[j * D + c];
-            p[j] = dot * scale;
-            mt = fmaxf(mt, p[j]);
-        }
-        const float mn = fmaxf(m, mt), alpha = expf(m - mn);
-        float sum = 0;
-        for (int j = 0; j < n; ++j) sum += p[j] = expf(p[j] - mn);
-        m = mn;
-        l = l * alpha + sum;
-        for (int c = 0; c < D; ++c) {
-            float acc = orow[c] * alpha;
-            for (int j = 0; j < n; ++j) acc += p[j] * Vs[j * D + c];
-            orow[c] = acc;
-        }
+        mw::fusion::cuda::attend_tile_row(q, Ks, Vs, n, D, scale, m, l, orow);  // m, l, O row: registers/shared
     }
     if (i < S) {
         const float inv = 1.0f / l;

@@ -15,12 +15,14 @@
 #include <stdexcept>
 
 #include "harness/cuda/device_problem.hpp"
+#include "harness/cuda/launch.hpp"
+#include "kernels/fusion/attention_tile_cuda.hpp"
 #include "reference/fusion/attention.hpp"
 #include "reference/fusion/cuda_common.hpp"
 
 namespace {
 
-constexpr int kThreads = 64, kBc = 32;
+constexpr int kThreads = 64, kBc = mw::fusion::cuda::kTileKeys;
 
 __global__ void fa1_kernel(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
                            float* __restrict__ O, float* __restrict__ ML, int H, int Hk, int S, int D, int causal,
@@ -51,24 +53,8 @@ __global__ void fa1_kernel(const float* __restrict__ Q, const float* __restrict_
             const int n = causal ? min(cols, i - k0 + 1) : cols;  // keys of this tile row i may see
             if (n <= 0) continue;
             const float* q = Q + (long(bh) * S + i) * D;
-            float p[kBc];
-            float mt = -INFINITY;
-            for (int j = 0; j < n; ++j) {
-                float dot = 0;
-                for (int c = 0; c < D; ++c) dot += q[c] * Ks[j * D + c];
-                p[j] = dot * scale;
-                mt = fmaxf(mt, p[j]);
-            }
-            const float mo = m[i], mn = fmaxf(mo, mt), alpha = expf(mo - mn);
-            float sum = 0;
-            for (int j = 0; j < n; ++j) sum += p[j] = expf(p[j] - mn);
-            m[i] = mn;
-            l[i] = l[i] * alpha + sum;
-            for (int c = 0; c < D; ++c) {
-                float acc = o[long(i) * D + c] * alpha;
-                for (int j = 0; j < n; ++j) acc += p[j] * Vs[j * D + c];
-                o[long(i) * D + c] = acc;
-            }
+            // m, l and the O row live in global memory: read and written once per tile.
+            mw::fusion::cuda::attend_tile_row(q, Ks, Vs, n, D, scale, m[i], l[i], o + long(i) * D);
         }
     }
     for (int i = threadIdx.x; i < S; i += kThreads) {

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cuda/cublas.hpp"
 #include "harness/cuda/device_problem.hpp"
 #include "harness/inputs.hpp"
 #include "optimized/precision/gemv_q_cuda.hpp"
@@ -43,16 +44,8 @@ namespace {
 
 namespace mwp = mw::precision;
 
-void cublas_check(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(s)));
-}
-
-std::shared_ptr<cublasContext> make_handle() {
-    cublasHandle_t h = nullptr;
-    cublas_check(cublasCreate(&h), "cublasCreate");
-    return {h, [](cublasHandle_t p) { (void)cublasDestroy(p); }};
-}
+using mw::cuda::cublas_check;
+using mw::cuda::make_cublas_handle;
 
 // x rounded to nearest even, as the host's f32_to_bf16 / f32_to_f16 do.
 template <bool BF16>
@@ -69,7 +62,7 @@ mw::Instance prepare_cublas(mw::Problem& p) {
     const mwp::QMatrix m = mwp::quantize({BF16 ? mwp::Format::bf16 : mwp::Format::f16}, p.in("W").as<float>(), n_out, n_in);
     std::shared_ptr<unsigned char> w16 = mwp::cuda::upload(m.payload);
     std::shared_ptr<unsigned char> x16 = mwp::cuda::upload(mw::Buffer::make("x16", mw::DType::f16, std::size_t(b * n_in)));
-    auto handle = make_handle();
+    auto handle = make_cublas_handle();
     const int no = int(n_out), ni = int(n_in), bi = int(b), ld = int(m.ld), nx = int(b * n_in);
     const cudaDataType t16 = BF16 ? CUDA_R_16BF : CUDA_R_16F;
     return mw::cuda::device_instance(

@@ -15,6 +15,7 @@
 #include "harness/cuda/launch.hpp"
 
 #if !MEMWALL_EMU
+#include "harness/cuda/cublas.hpp"
 #include "harness/cuda/device_problem.hpp"
 #include "reference/vectorization/gemm.hpp"
 
@@ -26,20 +27,12 @@
 
 namespace {
 
-void cublas_check(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(s)));
-}
-
-std::shared_ptr<cublasContext> make_handle() {
-    cublasHandle_t h = nullptr;
-    cublas_check(cublasCreate(&h), "cublasCreate");
-    return {h, [](cublasHandle_t p) { (void)cublasDestroy(p); }};
-}
+using mw::cuda::cublas_check;
+using mw::cuda::make_cublas_handle;
 
 mw::Instance prepare_cublas(mw::Problem& p) {
     const int M = int(p.shape["m"]), N = int(p.shape["n"]), K = int(p.shape["k"]);
-    auto handle = make_handle();
+    auto handle = make_cublas_handle();
     return mw::cuda::device_instance(p, [=](mw::cuda::DeviceProblem& d) {
         const float alpha = 1.0f, beta = 0.0f;
         cublas_check(cublasSetStream(handle.get(), d.stream), "cublasSetStream");
