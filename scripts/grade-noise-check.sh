@@ -28,15 +28,19 @@ for run in $(seq 1 "$RUNS"); do
     for s in "${STUBS[@]}"; do
       set -- $s
       "$MEMWALL" grade "$1" --submission "$2" --seed "$run" --format json --out "$tmp/r.json" 2>/dev/null || true
-      python3 - "$tmp/r.json" "$1" "$cond" "$run" >> "$tmp/out.jsonl" <<'PY'
-import json, sys
+      python3 - "$tmp/r.json" "$1" "$cond" "$run" "$*" >> "$tmp/out.jsonl" <<'PY'
+import json, os, sys
 d = json.load(open(sys.argv[1]))
+model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 sp = [t for t in d["tests"] if t["kind"] == "speed"][0]
 print(json.dumps({"level": sys.argv[2], "condition": sys.argv[3], "run": int(sys.argv[4]),
                   "speed_points": sp["score"], "ratio": sp.get("speed", {}).get("ratio"),
                   "reference_best_s": sp.get("speed", {}).get("reference_best_s"),
                   "submission_best_s": sp.get("speed", {}).get("submission_best_s"),
-                  "sandbox": d["sandbox"]["description"]}))
+                  "sandbox": d["sandbox"]["description"],
+                  "machine": f"{model}, {os.cpu_count()} cores",
+                  "command": f"memwall grade {sys.argv[2]} --submission {sys.argv[5].split()[1]} --seed {sys.argv[4]}"
+                             + (" (beside: sh -c 'while :; do :; done')" if sys.argv[3] == "loaded" else "")}))
 PY
     done
     if [ -n "$HOG" ]; then kill "$HOG"; wait "$HOG" 2>/dev/null || true; HOG=""; fi
