@@ -729,8 +729,11 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
             best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
             refs.push_back(t_ref), subs.push_back(t_sub);
             spent += kBurst * (t_sub + t_ref);
-            if (rounds + 1 >= kMinRounds && best_ref / best_sub < x.floor_ratio / 2) {
-                ++rounds;  // far below the floor: more rounds change nothing
+            // Far below the floor, more rounds change nothing, once the
+            // reference's best is confirmed (one slow round of the reference,
+            // say while a neighbour held a core, must not lift the ratio).
+            if (rounds + 1 >= kMinRounds && confirmed(refs) && best_ref / best_sub < x.floor_ratio / 2) {
+                ++rounds;
                 break;
             }
         }
