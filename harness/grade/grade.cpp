@@ -252,7 +252,8 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     spec.argv = compile_command(x, b, src, r.exe);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
     spec.env = child_env(1);
-    for (const char* sub : {"harness", "kernels", "reference", "optimized", "levels"}) spec.ro_binds.push_back(source_dir() / sub);
+    for (const char* sub : {"harness", "kernels", "reference", "optimized", "levels"})
+        spec.ro_binds.push_back(source_dir() / sub);
     if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
     spec.rw_binds = {dir.string()};
     spec.chdir = dir.string();
@@ -262,7 +263,8 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     const double t0 = now_s();
     const Exit e = run_to_completion(sb, spec, log);
     r.seconds = now_s() - t0;
-    r.ok = !e.timed_out && !e.cpu_exceeded && e.signal == 0 && e.exit_code == 0 && fs::is_regular_file(fs::symlink_status(r.exe));
+    r.ok = !e.timed_out && !e.cpu_exceeded && e.signal == 0 && e.exit_code == 0 &&
+           fs::is_regular_file(fs::symlink_status(r.exe));
     r.log = first_lines(log.tail(1 << 20), src.string(), submission.filename().string(), r.ok ? 10 : 30);
     if (!r.ok && e.exit_code != 1) r.log += "compiler " + e.describe(kCompileLimitS, spec.limits) + "\n";
     return r;
@@ -542,7 +544,8 @@ std::string compare_with_reference(const Op& op, const Problem& sub, const Probl
     if (op.check.mode == CheckMode::exact) {
         for (std::size_t k = 0; k < sub.outputs.size(); ++k)
             if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
-                return "output " + sub.outputs[k].name + " differs from the reference's (this exercise is checked exactly)";
+                return "output " + sub.outputs[k].name +
+                       " differs from the reference's (this exercise is checked exactly)";
         return {};
     }
     const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
@@ -838,13 +841,17 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     }
     double score = 0;
     bool grader_error = false;
-    for (auto& t : tests) score += t["score"].get<double>(), grader_error = grader_error || t.value("grader_error", false);
+    for (auto& t : tests) {
+        score += t["score"].get<double>();
+        grader_error = grader_error || t.value("grader_error", false);
+    }
     doc["tests"] = tests;
     doc["score"] = score;
     doc["grader_error"] = grader_error;
     doc["sandbox"]["left_behind"] = left_behind;
     json notes = json::array();
-    if (!sb.enabled) notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
+    if (!sb.enabled)
+        notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
     if (emulated) notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
     if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
     if (!notes.empty()) doc["notes"] = notes;

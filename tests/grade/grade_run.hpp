@@ -112,4 +112,35 @@ inline void expect_rejected(const GradeRun& r, const Control& c, const std::stri
         << "expected a failure mentioning '" << c.reason << "', got:\n" << failures(r.doc);
 }
 
+// A correct submission without speed (a naive stub, or an attack that only
+// matches one): every correctness point, a ratio far below full credit, and
+// no grader error on the way. `max_speed_points`: what such a submission may
+// still earn (a naive transpose is only ~4x slower than a blocked one).
+inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points = 20) {
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr) << r.output;
+    EXPECT_FALSE(speed->value("grader_error", false)) << (*speed)["output"];
+    ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
+    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
+    EXPECT_LT((*speed)["score"].get<double>(), max_speed_points) << (*speed)["output"];
+}
+
+// A reference solution (the project's own rung compiled into a submission)
+// has a ratio of ~1 against the variant it is, and full credit starts at
+// 0.75: full marks. A busy machine can spoil one measurement: up to three
+// tries, each with its own seed.
+inline void expect_full_marks(const std::string& level, const std::string& submission) {
+    GradeRun r;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        r = grade_level(level, "--submission " + submission + " --seed " + std::to_string(attempt));
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+        if (r.doc["score"].get<double>() >= r.doc["max_score"].get<double>() - 1e-6) break;
+    }
+    const json* speed = find_test(r.doc, "speed");
+    EXPECT_NEAR(r.doc["score"].get<double>(), 100, 1e-6) << (speed ? (*speed)["output"].dump() : r.output);
+}
+
 }  // namespace grade_test

@@ -47,17 +47,6 @@ int processes_matching(const std::string& pattern) {
     return n;
 }
 
-// The naive stub's ratio is far below full credit; an attack that only
-// matches it earned nothing from the attack.
-void expect_naive_speed(const GradeRun& r) {
-    const json* speed = find_test(r.doc, "speed");
-    ASSERT_NE(speed, nullptr) << r.output;
-    EXPECT_FALSE(speed->value("grader_error", false)) << (*speed)["output"];
-    ASSERT_TRUE((*speed).contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
-    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
-    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
-}
-
 bool cgroups(const GradeRun& r) { return r.doc.contains("sandbox") && r.doc["sandbox"].value("cgroups", false); }
 
 // --- 1. files -------------------------------------------------------------------------
@@ -87,17 +76,11 @@ TEST(GradeAttack, FilesOutsideTheSandboxAreNeitherReadNorWritten) {
 // --- 2. speed -------------------------------------------------------------------------
 
 TEST(GradeAttack, DelayedPingsEarnNothing) {
-    const GradeRun r = grade_level("01", control("attack_ping_delay.cpp") + " --seed 5");
-    ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
-    expect_naive_speed(r);
+    expect_correct_but_slow(grade_level("01", control("attack_ping_delay.cpp") + " --seed 5"));
 }
 
 TEST(GradeAttack, AStoppedClockEarnsNothing) {
-    const GradeRun r = grade_level("04", control("attack_clock.cpp") + " --seed 5");
-    ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
-    expect_naive_speed(r);
+    expect_correct_but_slow(grade_level("04", control("attack_clock.cpp") + " --seed 5"));
 }
 
 TEST(GradeAttack, NoOtherProcessIsVisible) {
@@ -109,9 +92,7 @@ TEST(GradeAttack, NoOtherProcessIsVisible) {
 
 TEST(GradeAttack, ABackgroundSpinnerDoesNotSlowTheReference) {
     const GradeRun r = grade_level("01", control("attack_spinner.cpp") + " --seed 5");
-    ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
-    expect_naive_speed(r);
+    expect_correct_but_slow(r);
     EXPECT_FALSE(r.doc["sandbox"]["left_behind"].get<bool>());
 }
 

@@ -62,28 +62,14 @@ TEST(LayoutGrade, WritesPastTheEndAreCrashesOnEveryShape) {
 }
 
 TEST(LayoutGrade, NaiveStubIsCorrectButSlow) {
-    const GradeRun r = grade03("--submission " + kExercise + "/transpose_cpu.cpp --seed 5");
-    ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
-    const json* speed = find_test(r.doc, "speed");
-    ASSERT_NE(speed, nullptr);
-    EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
-    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
+    // The naive transpose's ratio to the blocked rung was 0.25-0.33 on the
+    // 2-core EPYC guest (13-17 of 40 points); a neighbouring test can push it
+    // higher, still far from full credit.
+    expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 28);
 }
 
 TEST(LayoutGrade, ReferenceSolutionGetsFullMarks) {
-    // The solution runs the reference variant's own tiled loop, so its ratio
-    // is ~1; full credit starts at 0.75. A busy machine can spoil one
-    // measurement: up to three tries.
-    GradeRun r;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        r = grade03("--submission " + kExercise + "/solutions/transpose_cpu_reference.cpp --seed " +
-                    std::to_string(attempt));
-        ASSERT_EQ(r.status, 0) << r.output;
-        ASSERT_EQ(points(r.doc, "correctness"), 60) << failures(r.doc);
-        if (r.doc["score"].get<double>() == r.doc["max_score"].get<double>()) break;
-    }
-    EXPECT_EQ(r.doc["score"].get<double>(), 100) << (*find_test(r.doc, "speed"))["output"];
+    expect_full_marks("03", kExercise + "/solutions/transpose_cpu_reference.cpp");
 }
 
 // --- the CUDA exercise, correctness only, under cuda-emu --------------------------
