@@ -122,14 +122,35 @@ struct Prepared {
     ExecArgs exec;
     Limits limits;
     bool as_nobody;
-    bool rlimit_nproc;
-    bool sandboxed;  // runs under bwrap
+    rlim_t nproc_cap;  // RLIMIT_NPROC for the child; 0 = unchanged
+    bool sandboxed;    // runs under bwrap
 };
+
+// Tasks (threads) whose real uid is `uid`: what RLIMIT_NPROC counts.
+rlim_t tasks_of(uid_t uid) {
+    rlim_t n = 0;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator("/proc", ec)) {
+        std::ifstream in(e.path() / "status");
+        long real = -1, threads = 0;
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("Uid:", 0) == 0) real = std::strtol(line.c_str() + 4, nullptr, 10);
+            if (line.rfind("Threads:", 0) == 0) threads = std::strtol(line.c_str() + 8, nullptr, 10);
+        }
+        if (real == static_cast<long>(uid)) n += static_cast<rlim_t>(threads);
+    }
+    return n;
+}
 
 Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
     const bool sandboxed = spec.sandboxed && sb.enabled;
-    return {ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits,
-            spec.sandboxed && sb.as_nobody, spec.sandboxed && sb.as_nobody && !cg && spec.limits.max_tasks > 0,
+    const bool as_nobody = spec.sandboxed && sb.as_nobody;
+    // No cgroup: a cap on the processes and threads of the child's user, above
+    // what that user runs now, stands in for pids.max.
+    rlim_t cap = 0;
+    if (sandboxed && !cg && spec.limits.max_tasks > 0)
+        cap = tasks_of(as_nobody ? kNobody : getuid()) + static_cast<rlim_t>(spec.limits.max_tasks);
+    return {ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits, as_nobody, cap,
             sandboxed};
 }
 
@@ -154,11 +175,11 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
         setrlimit(RLIMIT_AS, &as);
     }
     if (p.limits.nice != 0 && geteuid() == 0) setpriority(PRIO_PROCESS, 0, p.limits.nice);
+    if (p.nproc_cap > 0) {
+        rlimit np{p.nproc_cap, p.nproc_cap};
+        setrlimit(RLIMIT_NPROC, &np);
+    }
     if (p.as_nobody) {
-        if (p.rlimit_nproc) {  // no cgroup: a cap on nobody's processes stands in for pids.max
-            rlimit np{rlim_t(p.limits.max_tasks), rlim_t(p.limits.max_tasks)};
-            setrlimit(RLIMIT_NPROC, &np);
-        }
         if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(126);
     }
     execve(p.exec.argv[0], p.exec.argv.data(), p.exec.envp.data());
@@ -236,7 +257,8 @@ std::string Sandbox::describe() const {
     s += masked_dirs.empty() && masked_files.empty() ? "" : ", BLAS hidden";
     s += as_nobody ? "; user nobody" : "";
     s += cgroups ? "); cgroup limits on processes, total memory and total CPU time, frozen between calls"
-                 : "); no writable cgroup here: memory limit per process, no total CPU-time limit";
+                 : "); no writable cgroup here: memory limit per process, processes capped by RLIMIT_NPROC, "
+                   "no total CPU-time limit";
     return s;
 }
 

@@ -24,8 +24,10 @@
 //     every process, CPU time summed over every thread and child, and a
 //     freezer, which stops everything the submission runs between its calls
 //     (so nothing of it runs while the reference is timed or after it has
-//     answered). Without writable cgroups the limits are per process
-//     (RLIMIT_AS) and the report says so.
+//     answered). Without writable cgroups, memory is limited per process
+//     (RLIMIT_AS), processes and threads by RLIMIT_NPROC (the child's user's
+//     current count plus the cap), CPU time only through the wall-time
+//     limit, and the report says so.
 #pragma once
 
 #include <sys/types.h>

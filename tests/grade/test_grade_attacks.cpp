@@ -141,6 +141,21 @@ TEST(GradeAttack, ForksAreCapped) {
     EXPECT_LT(std::atoi(f.c_str() + at + 7), 64) << f;
 }
 
+// A grader without cgroups (any user but root here) still caps processes:
+// RLIMIT_NPROC above what the user runs now.
+TEST(GradeAttack, ForksAreCappedWithoutCgroupsToo) {
+    if (geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
+        GTEST_SKIP() << "needs root and setpriv to grade as an unprivileged user";
+    const GradeRun r = grade_level("01", control("attack_forks.cpp") + " --seed 5", "json",
+                                   "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp");
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_FALSE(cgroups(r)) << "an unprivileged grader has no cgroup here";
+    const std::string f = failures(r.doc);
+    const auto at = f.find("FORKED ");
+    ASSERT_NE(at, std::string::npos) << f;
+    EXPECT_LT(std::atoi(f.c_str() + at + 7), 80) << f;
+}
+
 TEST(GradeAttack, MemoryIsLimitedOverAllProcesses) {
     const GradeRun r = grade_level("01", control("attack_memory.cpp") + " --seed 5 --time-limit 30");
     ASSERT_EQ(r.status, 0) << r.output;
