@@ -280,7 +280,6 @@ struct Session {
     double budget_left = 0;  // seconds of call time left to the submission
     int starts = 0;
     bool left_behind = false;  // a stopped worker left a process behind
-    std::string previous_log;  // the last output of a worker that has ended
 };
 
 struct Outcome {

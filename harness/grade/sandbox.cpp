@@ -238,7 +238,9 @@ std::string own_cgroup_dir(const std::string& controller) {
         for (std::string c; std::getline(list, c, ',');) {
             if (c != controller) continue;
             const std::string rel = line.substr(b + 1);
-            for (const std::string mount : {"/sys/fs/cgroup/" + controller, std::string("/sys/fs/cgroup/cpu,cpuacct")}) {
+            std::vector<std::string> mounts = {"/sys/fs/cgroup/" + controller};
+            if (controller == "cpuacct") mounts.push_back("/sys/fs/cgroup/cpu,cpuacct");  // mounted together
+            for (const auto& mount : mounts) {
                 const std::string dir = mount + (rel == "/" ? "" : rel);
                 if (fs::is_directory(dir) && access(dir.c_str(), W_OK) == 0) return dir;
             }

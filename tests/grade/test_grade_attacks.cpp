@@ -25,8 +25,6 @@ namespace {
 
 using namespace grade_test;
 
-const std::string kLevels = kSource + "/levels";
-
 std::string slurp(const fs::path& p) {
     std::ifstream in(p);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -52,7 +50,9 @@ bool cgroups(const GradeRun& r) { return r.doc.contains("sandbox") && r.doc["san
 // --- 1. files -------------------------------------------------------------------------
 
 TEST(GradeAttack, FilesOutsideTheSandboxAreNeitherReadNorWritten) {
-    const fs::path secret = "/tmp/memwall-grade-attack-secret", written = "/tmp/memwall-grade-attack-written";
+    // Named relative to the grader's working folder (this test's): where a
+    // worker that shared the grader's folder would find them.
+    const fs::path secret = "memwall-grade-attack-secret", written = "memwall-grade-attack-written";
     const std::string text = "secret-" + std::to_string(getpid()) + "-do-not-print";
     fs::remove(written);
     fs::remove(secret);
@@ -64,7 +64,7 @@ TEST(GradeAttack, FilesOutsideTheSandboxAreNeitherReadNorWritten) {
     fs::remove(secret);
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string report = r.doc.dump();
-    EXPECT_NE(failures(r.doc).find("READ /tmp/memwall-grade-attack-secret: []"), std::string::npos)
+    EXPECT_NE(failures(r.doc).find("READ memwall-grade-attack-secret: []"), std::string::npos)
         << "the attack ran and read nothing:\n" << failures(r.doc);
     EXPECT_EQ(report.find(text), std::string::npos) << "the secret reached the report";
     EXPECT_EQ(report.find("MEMWALL_GRADE_SECRET="), std::string::npos) << "the grader's environment was read";
@@ -99,7 +99,7 @@ TEST(GradeAttack, ABackgroundSpinnerDoesNotSlowTheReference) {
 // --- 3. outliving the grade -------------------------------------------------------------
 
 TEST(GradeAttack, NothingOutlivesTheGradeOrRewritesItsReport) {
-    const fs::path out = "/tmp/memwall-grade-attack-report.json";  // where the attack writes
+    const fs::path out = "memwall-grade-attack-report.json";  // where the attack writes, relative to the grader
     fs::remove(out);
     const std::string cmd = "MEMWALL_GRADE_SECRET=outlive-secret " + std::string(MEMWALL_BIN) + " grade 01 " +
                             control("attack_outlive.cpp") + " --format json --out " + out.string() + " 2>&1";
@@ -147,7 +147,7 @@ TEST(GradeAttack, ForksAreCappedWithoutCgroupsToo) {
     if (geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
         GTEST_SKIP() << "needs root and setpriv to grade as an unprivileged user";
     const GradeRun r = grade_level("01", control("attack_forks.cpp") + " --seed 5", "json",
-                                   "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp");
+                                   "setpriv --reuid=65534 --regid=65534 --clear-groups");
     ASSERT_EQ(r.status, 0) << r.output;
     ASSERT_FALSE(cgroups(r)) << "an unprivileged grader has no cgroup here";
     const std::string f = failures(r.doc);

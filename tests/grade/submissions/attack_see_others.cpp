@@ -24,12 +24,13 @@ bool sees_other_processes() {
 }
 }  // namespace
 
+// The level's own naive stub, renamed, does the arithmetic.
+#define student_gemm naive_gemm
+#include "levels/01-vectorization/exercise/gemm_cpu.cpp"
+#undef student_gemm
+
 extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
-    const bool found = sees_other_processes();
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-            float acc = 0.0f;
-            for (int k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
-            C[i * N + j] = found ? 0.0f : acc;
-        }
+    naive_gemm(A, B, C, M, N, K);
+    if (sees_other_processes())
+        for (int i = 0; i < M * N; ++i) C[i] = 0.0f;
 }

@@ -15,6 +15,11 @@ void* spin(void*) {
 }
 }  // namespace
 
+// The level's own naive stub, renamed, does the arithmetic.
+#define student_gemm naive_gemm
+#include "levels/01-vectorization/exercise/gemm_cpu.cpp"
+#undef student_gemm
+
 extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
     static bool started = false;
     if (!started) {
@@ -26,10 +31,5 @@ extern "C" void student_gemm(const float* A, const float* B, float* C, int M, in
         }
         std::printf("THREADS %d OF 1001\n", ok);
     }
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-            float acc = 0.0f;
-            for (int k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
-            C[i * N + j] = acc;
-        }
+    naive_gemm(A, B, C, M, N, K);
 }
