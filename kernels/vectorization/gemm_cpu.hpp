@@ -28,6 +28,25 @@ namespace mw::gemm {
 // Rung 4 (optimized/vectorization/gemm_threads.cpp): C = A B, row-major fp32,
 // A M x K, B K x N, on all OpenMP threads.
 void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K);
+
+// The same kernel with BLAS's generality, for code that multiplies inside a
+// larger computation (the model stack's forward and backward passes):
+// operands are strided views, so a transposed operand is a view with swapped
+// strides, never a copy, and C may be accumulated into. Packing reads the
+// view once per block exactly as rung 3 packs a row-major matrix; the
+// micro-kernel never knows. Defined in kernels/vectorization/gemm_ex.cpp.
+struct View {
+    const float* p;
+    long rs, cs;  // element (i, j) is p[i * rs + j * cs]
+    static View rows(const float* p, long ld) { return {p, ld, 1}; }       // row-major, row stride ld
+    static View transposed(const float* p, long ld) { return {p, 1, ld}; }  // the transpose of a row-major matrix
+};
+// C[M x N] (row stride ldc) = A[M x K] B[K x N], or += when `accumulate`.
+// gemm_ex uses all OpenMP threads (rung 4's split); gemm_ex_serial one
+// thread (rung 3), for callers that parallelize over many small products
+// (attention heads) themselves.
+void gemm_ex(View A, View B, float* C, long ldc, int M, int N, int K, bool accumulate);
+void gemm_ex_serial(View A, View B, float* C, long ldc, int M, int N, int K, bool accumulate);
 }  // namespace mw::gemm
 
 namespace mw::gemm::cpu {
@@ -57,6 +76,11 @@ void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap);
 // Packs B[0:kc, 0:nc] (row stride ldb) into ceil(nc/nr) panels; panel j holds
 // row p's nr values contiguously, columns past nc are zero.
 void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp);
+
+// The same for a strided view (gemm_ex): pack_a of A's block at (i0, p0),
+// pack_b of B's block at (p0, j0).
+void pack_a_view(View A, int i0, int p0, int mc, int kc, int mr, float* Ap);
+void pack_b_view(View B, int p0, int j0, int kc, int nc, int nr, float* Bp);
 
 // Floats needed by pack_a / pack_b for a block of the given size.
 inline long packed_a_floats(int mc, int kc, int mr) { return long((mc + mr - 1) / mr) * mr * kc; }

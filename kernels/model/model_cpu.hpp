@@ -1,0 +1,74 @@
+// The model stack in fp32 on the CPU, built from the levers' kernels: every
+// matrix product is the vectorization lever's packed SIMD GEMM (gemm_ex,
+// kernels/vectorization/gemm_cpu.hpp), attention rows go through the fusion
+// lever's softmax row kernels, the element-wise layers are
+// kernels/model/layers_cpu.hpp. The fp64 oracle is reference/model/.
+//
+// TrainStep: the forward pass of a batch of B sequences of T tokens with
+// every activation the backward pass needs kept ("store everything" — the
+// checkpointing lever's starting point), the manual backward pass, and the
+// loss. Attention is materialized per head ([T, T] probabilities kept for the
+// backward pass); the parallel loop over (sequence, key/value head) runs one
+// single-threaded GEMM per head, the projections use every thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/model/layers_cpu.hpp"
+#include "reference/model/config.hpp"
+
+namespace mw::model::cpu {
+
+class TrainStep {
+public:
+    TrainStep(const Config& c, int batch, int seq);
+
+    // Mean cross-entropy over the B*T predictions of targets from tokens
+    // (both [B][T]); `logits` (optional) receives [B*T][vocab].
+    double forward(const float* params, const int* tokens, const int* targets, float* logits = nullptr);
+    // forward(), then the gradient of the mean loss added into `grads`
+    // (param_count values; the caller zeroes them).
+    double forward_backward(const float* params, float* grads, const int* tokens, const int* targets);
+
+    // Bytes of activations and scratch this step holds.
+    std::size_t workspace_bytes() const;
+    int batch() const { return B_; }
+    int seq() const { return T_; }
+
+private:
+    struct Layer {
+        std::vector<float> xn1, r1, q, k, v, p, o, x_mid, xn2, r2, a, b, h;
+    };
+    void attention_forward(Layer& L);
+    void attention_backward(const Layer& L, const float* dO, float* dq, float* dk, float* dv);
+
+    Config c_;
+    int B_, T_;
+    std::int64_t N_;  // B * T rows
+    RopeTable rope_;
+    std::vector<int> pos_;               // position of each row: row % T
+    std::vector<std::vector<float>> x_;  // residual stream entering layer l (x_[layers] leaves the last)
+    std::vector<Layer> layer_;
+    std::vector<float> xf_, rf_, z_, dz_;
+    // backward scratch
+    std::vector<float> dx_, dxn_, dO_, dq_, dk_, dv_, dh_, da_, db_;
+    std::vector<std::vector<float>> head_scratch_;  // per thread: dP / dS [T][T]
+};
+
+// AdamW (decoupled weight decay) over the flat parameter vector; matrices
+// and the embedding are decayed, RMSNorm gains are not.
+struct AdamW {
+    float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+    std::int64_t step = 0;
+    std::vector<float> m, v;
+    std::vector<unsigned char> decay;  // per parameter: 1 = decayed
+    AdamW(const Config& c);
+    void update(float* params, const float* grads, float lr_now);
+};
+
+// Scales grads so that their global L2 norm is at most max_norm; returns the
+// norm before clipping.
+double clip_grad_norm(float* grads, std::size_t n, double max_norm);
+
+}  // namespace mw::model::cpu

@@ -1,0 +1,137 @@
+// gemm_ex: the packed SIMD GEMM of rungs 3 and 4 (gemm_simd.cpp,
+// gemm_threads.cpp) with the generality code outside the lesson needs —
+// transposed operands, row strides, C += A B — for the model stack's forward
+// and backward passes (reference/model/, optimized/model/). Same pack
+// layout, same micro-kernel and same cache blocks (select_kernel()); only
+// the packing reads through a strided view, and the threaded version deals
+// out 2-D tiles of C instead of MC-row strips.
+//
+// Why 2-D tiles: the backward pass's weight gradients are dW = X^T dY with
+// M = d_in (256..704 rows) and K = tokens (thousands), so rung 4's split over
+// MC = 96-row strips gives 3-8 strips for 2 threads, and the last strip
+// leaves a core idle for up to a third of the call. Cutting the columns too
+// (in whole NR panels) gives at least 4 tiles per thread; the A block is
+// then packed once per column tile, a copy of M*K floats per tile against
+// 2*M*N*K FLOPs (under 1% at N >= 256).
+//
+// Packing buffers are grow-only thread_local scratch: a training step makes
+// dozens of GEMM calls, and a fresh multi-MiB allocation per call would pay
+// its page faults every time.
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/vectorization/gemm_cpu.hpp"
+
+namespace mw::gemm::cpu {
+
+void pack_a_view(View A, int i0, int p0, int mc, int kc, int mr, float* Ap) {
+    for (int r0 = 0; r0 < mc; r0 += mr) {
+        const int rows = std::min(mr, mc - r0);
+        const float* base = A.p + long(i0 + r0) * A.rs + long(p0) * A.cs;
+        for (int p = 0; p < kc; ++p) {
+            const float* col = base + long(p) * A.cs;
+            for (int i = 0; i < rows; ++i) Ap[i] = col[long(i) * A.rs];
+            for (int i = rows; i < mr; ++i) Ap[i] = 0.0f;
+            Ap += mr;
+        }
+    }
+}
+
+void pack_b_view(View B, int p0, int j0, int kc, int nc, int nr, float* Bp) {
+    for (int c0 = 0; c0 < nc; c0 += nr) {
+        const int cols = std::min(nr, nc - c0);
+        const float* base = B.p + long(p0) * B.rs + long(j0 + c0) * B.cs;
+        for (int p = 0; p < kc; ++p) {
+            const float* row = base + long(p) * B.rs;
+            for (int j = 0; j < cols; ++j) Bp[j] = row[long(j) * B.cs];
+            for (int j = cols; j < nr; ++j) Bp[j] = 0.0f;
+            Bp += nr;
+        }
+    }
+}
+
+namespace {
+
+float* scratch(std::vector<float>& buf, long floats) {
+    // +16: room to align the start to 64 bytes.
+    if (long(buf.size()) < floats + 16) buf.resize(std::size_t(floats + 16));
+    auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
+    return reinterpret_cast<float*>((addr + 63) / 64 * 64);
+}
+
+thread_local std::vector<float> tl_a, tl_b;
+
+}  // namespace
+}  // namespace mw::gemm::cpu
+
+namespace mw::gemm {
+
+void gemm_ex_serial(View A, View B, float* C, long ldc, int M, int N, int K, bool accumulate) {
+    if (M <= 0 || N <= 0) return;
+    const cpu::Kernel& k = cpu::select_kernel();
+    if (K <= 0) {
+        for (int i = 0; i < M && !accumulate; ++i) std::fill(C + long(i) * ldc, C + long(i) * ldc + N, 0.0f);
+        return;
+    }
+    const int ncb = std::min(k.nc, N);
+    float* Ap = cpu::scratch(cpu::tl_a, cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
+    float* Bp = cpu::scratch(cpu::tl_b, cpu::packed_b_floats(K, ncb, k.nr));
+    for (int jc = 0; jc < N; jc += k.nc) {
+        const int nc = std::min(k.nc, N - jc);
+        for (int pc = 0; pc < K; pc += k.kc)
+            cpu::pack_b_view(B, pc, jc, std::min(k.kc, K - pc), nc, k.nr, cpu::packed_b_slice(Bp, pc, nc, k.nr));
+        for (int ic = 0; ic < M; ic += k.mc) {
+            const int mc = std::min(k.mc, M - ic);
+            for (int pc = 0; pc < K; pc += k.kc) {
+                const int kc = std::min(k.kc, K - pc);
+                cpu::pack_a_view(A, ic, pc, mc, kc, k.mr, Ap);
+                cpu::macro_kernel(k, mc, nc, kc, Ap, cpu::packed_b_slice(Bp, pc, nc, k.nr), C + long(ic) * ldc + jc,
+                                  int(ldc), accumulate || pc > 0);
+            }
+        }
+    }
+}
+
+void gemm_ex(View A, View B, float* C, long ldc, int M, int N, int K, bool accumulate) {
+    const int threads = omp_get_max_threads();
+    const cpu::Kernel& k = cpu::select_kernel();
+    // Small products: the fork/join would cost more than it saves.
+    if (threads == 1 || double(M) * N * K < 2e5 || K <= 0 || omp_in_parallel())
+        return gemm_ex_serial(A, B, C, ldc, M, N, K, accumulate);
+    const int ncb = std::min(k.nc, N);
+    float* Bp = cpu::scratch(cpu::tl_b, cpu::packed_b_floats(K, ncb, k.nr));
+    const long a_floats = cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr);
+    for (int jc = 0; jc < N; jc += k.nc) {
+        const int nc = std::min(k.nc, N - jc);
+        // Column tiles in whole NR panels, enough for >= 4 tiles per thread.
+        const int m_blocks = (M + k.mc - 1) / k.mc, panels = (nc + k.nr - 1) / k.nr;
+        const int n_tiles = std::clamp((4 * threads + m_blocks - 1) / m_blocks, 1, panels);
+        const int tile_cols = (panels + n_tiles - 1) / n_tiles * k.nr;
+#pragma omp parallel num_threads(threads)
+        {
+#pragma omp for collapse(2) schedule(dynamic, 4)
+            for (int pc = 0; pc < K; pc += k.kc)
+                for (int j = 0; j < nc; j += k.nr) {
+                    const int kc = std::min(k.kc, K - pc);
+                    cpu::pack_b_view(B, pc, jc + j, kc, std::min(k.nr, nc - j), k.nr,
+                                     cpu::packed_b_slice(Bp, pc, nc, k.nr) + long(j) * kc);
+                }
+            float* Ap = cpu::scratch(cpu::tl_a, a_floats);
+#pragma omp for collapse(2) schedule(dynamic, 1)
+            for (int ic = 0; ic < M; ic += k.mc)
+                for (int j0 = 0; j0 < nc; j0 += tile_cols) {
+                    const int mc = std::min(k.mc, M - ic), cols = std::min(tile_cols, nc - j0);
+                    for (int pc = 0; pc < K; pc += k.kc) {
+                        const int kc = std::min(k.kc, K - pc);
+                        cpu::pack_a_view(A, ic, pc, mc, kc, k.mr, Ap);
+                        cpu::macro_kernel(k, mc, cols, kc, Ap, cpu::packed_b_slice(Bp, pc, nc, k.nr) + long(j0) * kc,
+                                          C + long(ic) * ldc + jc + j0, int(ldc), accumulate || pc > 0);
+                    }
+                }
+        }
+    }
+}
+
+}  // namespace mw::gemm

@@ -1,0 +1,49 @@
+// The model stack's parameters and its fp64 reference (the oracle): a forward
+// pass with loss, its manual backward pass, and a token-by-token decoder with
+// a key/value cache. Written as plain loops over doubles, one sequence at a
+// time, for clarity; the fp32 paths that are fast live in kernels/model/
+// (model_cpu.hpp) and are checked against these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/model/config.hpp"
+
+namespace mw::model {
+
+// Seeded initialization (deterministic for a seed on every machine): matrices
+// and the embedding ~ N(0, 0.02^2), the residual-output matrices (wo, w2)
+// scaled by 1/sqrt(2 layers) so the residual stream's variance does not grow
+// with depth (GPT-2's rule); RMSNorm gains 1.
+std::vector<float> init_params(const Config& c, std::uint64_t seed);
+
+// --- fp64 reference --------------------------------------------------------
+// Mean cross-entropy (nats) of predicting targets[t] from tokens[0..t], for
+// one sequence of T <= max_seq tokens. `logits` (optional) receives [T, vocab].
+double ref_loss(const Config& c, const double* params, const int* tokens, const int* targets, int T,
+                std::vector<double>* logits = nullptr);
+
+// The same loss, and its gradient with respect to every parameter, added
+// into `grad` (param_count(c) values) — the manual backward pass in fp64.
+double ref_loss_grad(const Config& c, const double* params, const int* tokens, const int* targets, int T,
+                     double* grad);
+
+// Token-by-token decoding with a cache of every past position's keys and
+// values (per layer [max_seq, kv_dim]).
+struct RefCache {
+    std::vector<std::vector<double>> k, v;
+    int len = 0;
+};
+RefCache ref_cache(const Config& c);
+// Appends `token` at position cache.len and returns its next-token logits.
+std::vector<double> ref_step(const Config& c, const double* params, int token, RefCache& cache);
+
+// Greedy continuation of `prompt` by n tokens. margins[i] (optional) is the
+// gap between the largest and second-largest logit at step i: where it is
+// tiny, an fp32 decoder may legitimately pick the other token (a near-tie).
+std::vector<int> ref_greedy(const Config& c, const double* params, const std::vector<int>& prompt, int n,
+                            std::vector<double>* margins = nullptr);
+
+}  // namespace mw::model

@@ -1,0 +1,172 @@
+// The model stack: configuration checks, the fp64 reference's backward pass
+// against finite differences of its forward pass, its two independent fp64
+// forwards against each other (whole sequence vs token-by-token with a
+// cache), and the fp32 training step against the fp64 reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "harness/check.hpp"
+#include "kernels/model/model_cpu.hpp"
+#include "reference/model/model.hpp"
+
+namespace {
+
+using mw::model::Config;
+
+Config tiny(int d = 24, int layers = 2, int heads = 4, int kv_heads = 2, int d_ff = 20, int vocab = 13, int max_seq = 9) {
+    Config c;
+    c.d_model = d, c.layers = layers, c.heads = heads, c.kv_heads = kv_heads, c.d_ff = d_ff, c.vocab = vocab;
+    c.max_seq = max_seq;
+    return c;
+}
+
+std::vector<int> seq(int n, int vocab, unsigned seed) {
+    std::mt19937 g{seed};
+    std::vector<int> t(static_cast<std::size_t>(n));
+    for (int& x : t) x = int(g() % unsigned(vocab));
+    return t;
+}
+
+// Parameters with some spread in the norm gains too (init sets them to 1,
+// which would hide a gain that is applied twice or not at all).
+std::vector<double> params64(const Config& c, std::uint64_t seed) {
+    auto p = mw::model::init_params(c, seed);
+    std::vector<double> d(p.begin(), p.end());
+    std::mt19937 g{static_cast<unsigned>(seed)};
+    std::uniform_real_distribution<double> u(0.5, 1.5), w(-0.3, 0.3);
+    for (const auto& t : mw::model::layout(c))
+        for (std::size_t i = t.offset; i < t.offset + t.count; ++i) d[i] = t.shape.size() == 1 ? u(g) : w(g);
+    return d;
+}
+
+TEST(ModelConfig, RejectsBadFieldsByName) {
+    auto expect_bad = [](Config c, const std::string& field) {
+        const std::string e = mw::model::validate(c);
+        EXPECT_NE(e.find(field), std::string::npos) << "expected an error naming " << field << ", got: " << e;
+        EXPECT_THROW(mw::model::require_valid(c), std::invalid_argument);
+    };
+    Config c;
+    EXPECT_EQ(mw::model::validate(c), "");
+    Config b = c; b.heads = 7; expect_bad(b, "heads");            // 256 % 7 != 0
+    b = c; b.kv_heads = 3; expect_bad(b, "kv_heads");              // 8 % 3 != 0
+    b = c; b.kv_heads = 0; expect_bad(b, "kv_heads");
+    b = c; b.d_model = 0; expect_bad(b, "d_model");
+    b = c; b.d_model = 24, b.heads = 8; expect_bad(b, "heads");    // head_dim 3 is odd
+    b = c; b.d_ff = -1; expect_bad(b, "d_ff");
+    b = c; b.vocab = 1; expect_bad(b, "vocab");
+    b = c; b.max_seq = 0; expect_bad(b, "max_seq");
+    b = c; b.layers = 0; expect_bad(b, "layers");
+}
+
+TEST(ModelConfig, DefaultIsAFewMillionParameters) {
+    const auto n = mw::model::param_count(Config{});
+    EXPECT_GT(n, 2'000'000u);
+    EXPECT_LT(n, 5'000'000u);
+    // The layout tiles the flat vector exactly.
+    std::size_t at = 0;
+    for (const auto& t : mw::model::layout(Config{})) {
+        EXPECT_EQ(t.offset, at) << t.name;
+        at += t.count;
+    }
+    EXPECT_EQ(at, n);
+}
+
+// The backward pass of every tensor type (embedding/head, both norms, the four
+// attention projections, the three MLP matrices, the final norm) against
+// central differences of the forward pass, in fp64.
+void finite_difference_check(const Config& c, int T) {
+    auto p = params64(c, 7);
+    const auto tokens = seq(T, c.vocab, 1), targets = seq(T, c.vocab, 2);
+    std::vector<double> grad(p.size(), 0.0);
+    mw::model::ref_loss_grad(c, p.data(), tokens.data(), targets.data(), T, grad.data());
+    std::mt19937 g(3);
+    for (const auto& t : mw::model::layout(c)) {
+        for (int probe = 0; probe < 4; ++probe) {
+            const std::size_t i = t.offset + g() % t.count;
+            const double h = 1e-5, keep = p[i];
+            p[i] = keep + h;
+            const double up = mw::model::ref_loss(c, p.data(), tokens.data(), targets.data(), T);
+            p[i] = keep - h;
+            const double down = mw::model::ref_loss(c, p.data(), tokens.data(), targets.data(), T);
+            p[i] = keep;
+            const double fd = (up - down) / (2 * h);
+            EXPECT_NEAR(grad[i], fd, 1e-7 + 1e-5 * std::fabs(fd)) << t.name << "[" << i - t.offset << "]";
+        }
+    }
+}
+
+TEST(ModelReference, GradientsMatchFiniteDifferencesGQA) { finite_difference_check(tiny(), 7); }
+TEST(ModelReference, GradientsMatchFiniteDifferencesMQA) { finite_difference_check(tiny(12, 1, 3, 1, 7, 5, 4), 4); }
+TEST(ModelReference, GradientsMatchFiniteDifferencesMHAOneToken) { finite_difference_check(tiny(8, 1, 2, 2, 5, 3, 3), 1); }
+
+// Two fp64 forwards written independently: the whole-sequence pass and the
+// cached decoder must give the same logits at every position.
+TEST(ModelReference, CachedDecoderMatchesSequenceForward) {
+    for (Config c : {tiny(), tiny(12, 3, 3, 1, 7, 5, 6), tiny(16, 1, 2, 2, 9, 11, 7)}) {
+        const auto p = params64(c, 11);
+        const int T = c.max_seq;
+        const auto tokens = seq(T, c.vocab, 4);
+        std::vector<double> logits;
+        mw::model::ref_loss(c, p.data(), tokens.data(), tokens.data(), T, &logits);
+        auto cache = mw::model::ref_cache(c);
+        for (int t = 0; t < T; ++t) {
+            const auto z = mw::model::ref_step(c, p.data(), tokens[std::size_t(t)], cache);
+            for (int v = 0; v < c.vocab; ++v)
+                ASSERT_NEAR(z[std::size_t(v)], logits[std::size_t(t) * c.vocab + v], 1e-12) << "position " << t;
+        }
+        EXPECT_THROW(mw::model::ref_step(c, p.data(), 0, cache), std::invalid_argument);  // past max_seq
+    }
+}
+
+// The fp32 training step (the levers' GEMM, softmax rows, element-wise
+// layers) against the fp64 reference: loss, logits and every parameter's
+// gradient, for batches of several sequences.
+void fp32_step_check(const Config& c, int B, int T) {
+    const auto p64 = params64(c, 5);
+    const std::vector<float> p32(p64.begin(), p64.end());
+    std::vector<double> p64r(p32.begin(), p32.end());  // the fp32-rounded weights, in fp64
+    std::vector<int> tokens, targets;
+    for (int b = 0; b < B; ++b) {
+        auto x = seq(T, c.vocab, unsigned(10 + b)), y = seq(T, c.vocab, unsigned(20 + b));
+        tokens.insert(tokens.end(), x.begin(), x.end());
+        targets.insert(targets.end(), y.begin(), y.end());
+    }
+    std::vector<double> g64(p64r.size(), 0.0), logits64;
+    double loss64 = 0;
+    for (int b = 0; b < B; ++b) {
+        std::vector<double> gb(p64r.size(), 0.0), zb;
+        loss64 += mw::model::ref_loss_grad(c, p64r.data(), tokens.data() + b * T, targets.data() + b * T, T, gb.data()) / B;
+        mw::model::ref_loss(c, p64r.data(), tokens.data() + b * T, targets.data() + b * T, T, &zb);
+        logits64.insert(logits64.end(), zb.begin(), zb.end());
+        for (std::size_t i = 0; i < gb.size(); ++i) g64[i] += gb[i] / B;
+    }
+    mw::model::cpu::TrainStep step(c, B, T);
+    std::vector<float> g32(p32.size(), 0.0f), z32(logits64.size());
+    const double loss_f = step.forward(p32.data(), tokens.data(), targets.data(), z32.data());
+    const double loss32 = step.forward_backward(p32.data(), g32.data(), tokens.data(), targets.data());
+    EXPECT_EQ(loss_f, loss32);
+    EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64));
+    auto rel_fro = [](const float* a, const double* b, std::size_t n) {
+        double e = 0, r = 0;
+        for (std::size_t i = 0; i < n; ++i) e += (a[i] - b[i]) * (a[i] - b[i]), r += b[i] * b[i];
+        return r > 0 ? std::sqrt(e / r) : std::sqrt(e);  // a zero gradient (T = 1: q, k) must come out zero
+    };
+    EXPECT_LT(rel_fro(z32.data(), logits64.data(), z32.size()), 1e-5) << "logits";
+    for (const auto& t : mw::model::layout(c))
+        EXPECT_LT(rel_fro(g32.data() + t.offset, g64.data() + t.offset, t.count), 1e-4) << "gradient of " << t.name;
+}
+
+TEST(ModelFp32, TrainStepMatchesReferenceOddShapes) {
+    fp32_step_check(tiny(), 1, 1);
+    fp32_step_check(tiny(), 3, 7);
+    fp32_step_check(tiny(36, 2, 6, 3, 33, 17, 33), 2, 33);  // head_dim 6, edge tiles everywhere
+}
+TEST(ModelFp32, TrainStepMatchesReferenceMQAandMHA) {
+    fp32_step_check(tiny(32, 1, 4, 1, 40, 19, 16), 2, 16);
+    fp32_step_check(tiny(32, 2, 4, 4, 40, 19, 16), 2, 16);
+}
+
+}  // namespace
