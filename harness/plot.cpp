@@ -570,4 +570,36 @@ void plot_results(const json& results, const fs::path& out_dir, std::vector<fs::
     }
 }
 
+void plot_lines(const fs::path& out_dir, const std::string& stem, const std::string& title, const std::string& xlabel,
+                const std::string& ylabel, const std::vector<LineSeries>& series, bool logx,
+                std::vector<fs::path>* written) {
+    if (!gnuplot_available()) throw std::runtime_error("gnuplot not found: apt-get install gnuplot-nox");
+    fs::create_directories(out_dir);
+    static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"};
+    std::ostringstream dat;
+    for (std::size_t i = 0; i < series.size(); ++i) {
+        dat << "# " << series[i].title << "\n";
+        for (const auto& [x, y] : series[i].points) dat << g(x) << " " << g(y) << "\n";
+        dat << "\n\n";  // gnuplot index separator
+    }
+    write_file(out_dir / (stem + ".dat"), dat.str(), written);
+    std::ostringstream s;
+    s << "# " << title << ", written by memwall.\n# Redraw with: gnuplot " << stem << ".gp\n";
+    s << svg_terminal(stem);
+    s << "set title " << q(title) << "\nset xlabel " << q(xlabel) << "\nset ylabel " << q(ylabel) << "\n";
+    if (logx) s << "set logscale x\n";
+    s << "set grid lc rgb '#e5e5e5'\nset key top right\nset lmargin 12\nset rmargin 4\n";
+    s << "plot ";
+    for (std::size_t i = 0; i < series.size(); ++i) {
+        const bool sparse = series[i].points.size() < 60;
+        s << (i ? ", \\\n     " : "") << "'" << stem << ".dat' index " << i << " using 1:2 with "
+          << (sparse ? "linespoints pt 7 ps 0.8" : "lines") << " lw 2 lc rgb '" << colours[i % 5] << "' title "
+          << q(series[i].title);
+    }
+    s << "\n" << png_terminal(stem);
+    write_file(out_dir / (stem + ".gp"), s.str(), written);
+    run_gnuplot(out_dir, stem + ".gp");
+    if (written) written->push_back(out_dir / (stem + ".svg")), written->push_back(out_dir / (stem + ".png"));
+}
+
 }  // namespace mw

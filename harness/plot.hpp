@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,5 +25,16 @@ bool gnuplot_available();
 // Throws std::runtime_error when gnuplot is missing or fails.
 void plot_results(const nlohmann::json& results, const std::filesystem::path& out_dir,
                   std::vector<std::filesystem::path>* written = nullptr);
+
+// A line plot in the same style (a training run's loss curves):
+// `stem`.{svg,png,gp,dat} in `out_dir`, one line per series, x and y linear
+// unless `logx`. Throws std::runtime_error when gnuplot is missing or fails.
+struct LineSeries {
+    std::string title;
+    std::vector<std::pair<double, double>> points;
+};
+void plot_lines(const std::filesystem::path& out_dir, const std::string& stem, const std::string& title,
+                const std::string& xlabel, const std::string& ylabel, const std::vector<LineSeries>& series,
+                bool logx = false, std::vector<std::filesystem::path>* written = nullptr);
 
 }  // namespace mw

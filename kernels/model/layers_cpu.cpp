@@ -16,8 +16,11 @@ namespace mw::model::cpu {
 namespace sm = mw::fusion::softmax;
 namespace simd = mw::fusion::simd;
 
+// Decoding calls these with one row: no fork/join for work that small.
+constexpr std::int64_t kParallelRows = 16;
+
 void rmsnorm_forward(const float* x, const float* g, float* y, float* rstd, std::int64_t rows, int d, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows)
     for (std::int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * d;
         float ss = 0;
@@ -37,7 +40,7 @@ void rmsnorm_backward(const float* x, const float* g, const float* rstd, const f
     // in thread order afterwards, so the result is the same on every run.
     std::vector<float> partial(std::size_t(omp_get_max_threads()) * d, 0.0f);
     int used = 1;
-#pragma omp parallel
+#pragma omp parallel if (rows >= kParallelRows)
     {
 #pragma omp single
         used = omp_get_num_threads();
@@ -76,7 +79,7 @@ RopeTable::RopeTable(int hd_, int max_seq_, double base) : hd(hd_), max_seq(max_
 
 void rope(float* x, const int* pos, std::int64_t rows, int n_heads, const RopeTable& t, int sign) {
     const int half = t.hd / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows)
     for (std::int64_t r = 0; r < rows; ++r) {
         const float* cs = t.cos.data() + std::size_t(pos[r]) * half;
         const float* sn = t.sin.data() + std::size_t(pos[r]) * half;
@@ -138,7 +141,7 @@ MW_TARGET_AVX2 void swiglu_bwd256(const float* a, const float* b, const float* d
 // Chunks of 4096 elements dealt to the threads.
 template <class F> void chunked(std::int64_t n, F f) {
     constexpr std::int64_t kChunk = 4096;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > kChunk)
     for (std::int64_t i = 0; i < n; i += kChunk) f(i, std::min(kChunk, n - i));
 }
 
@@ -195,7 +198,7 @@ void softmax_causal_row(float* s, long valid, long n, float scale) {
 double cross_entropy(const float* z, const int* targets, std::int64_t rows, int V, float* dz, float dscale) {
     const bool wide = simd::pick() == simd::Isa::avx512;
     double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
+#pragma omp parallel for schedule(static) reduction(+ : total) if (rows >= kParallelRows)
     for (std::int64_t r = 0; r < rows; ++r)
         total += wide ? xent512(z + r * V, targets[r], V, dz + r * V, dscale)
                       : xent256(z + r * V, targets[r], V, dz + r * V, dscale);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/model/layers_cpu.hpp"
+#include "kernels/precision/quant.hpp"
 #include "reference/model/config.hpp"
 
 namespace mw::model::cpu {
@@ -23,6 +24,7 @@ namespace mw::model::cpu {
 class TrainStep {
 public:
     TrainStep(const Config& c, int batch, int seq);
+    const Config& config() const { return c_; }
 
     // Mean cross-entropy over the B*T predictions of targets from tokens
     // (both [B][T]); `logits` (optional) receives [B*T][vocab].
@@ -54,6 +56,42 @@ private:
     // backward scratch
     std::vector<float> dx_, dxn_, dO_, dq_, dk_, dv_, dh_, da_, db_;
     std::vector<std::vector<float>> head_scratch_;  // per thread: dP / dS [T][T]
+};
+
+// Token-by-token decoding with a contiguous key/value cache ([max_seq,
+// kv_dim] per layer). Every projection is one GEMV of the precision lever
+// (kernels/precision/gemv.hpp) on weights prepared once, at construction,
+// as [d_out][d_in] rows in `weights`' format (fp32 by default; bf16, int8 or
+// int4 make a quantized copy of the model); Wq|Wk|Wv and W1|W3 are stacked
+// so each is one pass over its weights. The tied head is the embedding
+// itself, already [vocab][d_model] rows. Attention over the cache is a plain
+// loop per head (a few hundred positions of head_dim values).
+class Decoder {
+public:
+    Decoder(const Config& c, const float* params, precision::QuantSpec weights = {});
+    void reset() { len_ = 0; }
+    int position() const { return len_; }
+    const Config& config() const { return c_; }
+    // Appends `token` at position() and returns its next-token logits
+    // [vocab] (valid until the next call). Throws past max_seq.
+    const float* step(int token);
+    // Bytes of weights one step streams (the GEMV's stored bytes).
+    double weight_bytes() const;
+
+private:
+    struct LayerQ {
+        precision::QMatrix qkv, wo, w13, w2;
+        const float *attn_norm, *mlp_norm;
+        std::vector<float> k, v;  // the cache
+    };
+    Config c_;
+    std::vector<LayerQ> layer_;
+    precision::QMatrix head_;
+    const float* embed_;
+    const float* final_norm_;
+    RopeTable rope_;
+    int len_ = 0;
+    std::vector<float> x_, xn_, qkv_, o_, h13_, h_, tmp_, logits_, scores_;
 };
 
 // AdamW (decoupled weight decay) over the flat parameter vector; matrices

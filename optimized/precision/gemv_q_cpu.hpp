@@ -175,11 +175,47 @@ void rows_all_batches(Isa isa, const Args& a, std::int64_t b, std::int64_t r0, s
     }
 }
 
-// --- prepare: quantize (untimed), then the timed call ------------------------------
+// --- one call, and prepare: quantize (untimed), then the timed call ---------------
+// The timed call pads x into a scratch buffer when rows are padded (odd
+// n_in) and computes the group sums of x for grouped formats: b * n_in
+// floats, noise next to W. gemv_call is also what other code calls through
+// kernels/precision/gemv.hpp (the model stack's decoder).
+template <class D512, class D256>
+void gemv_call(const QMatrix& m, const float* x, std::int64_t b, float* y, std::vector<float>& xpad,
+               std::vector<float>& xsum) {
+    const QuantSpec spec = m.spec;
+    const std::int64_t n_out = m.n_out, n_in = m.n_in;
+    const std::int64_t ldx = padded_cols(spec.format == Format::f32 ? QuantSpec{Format::bf16} : spec, n_in);
+    const bool pad = ldx != n_in, grouped = D512::grouped;
+    const std::int64_t groups = grouped ? ldx / spec.group : 0;
+    // Row tiles of ~512 KiB of stored weights: long sequential streams,
+    // small enough to stay in L2 while the batch blocks reuse them.
+    const double row_bytes = double(n_in) * effective_bits(spec, n_in) / 8;
+    const std::int64_t tile = std::max<std::int64_t>(1, std::int64_t((512 << 10) / row_bytes));
+    const float* xs = x;
+    if (pad) {
+        // Only the first n_in of each padded row are ever written: the padding stays zero.
+        if (xpad.size() != std::size_t(b * ldx)) xpad.assign(std::size_t(b * ldx), 0.0f);
+        for (std::int64_t bb = 0; bb < b; ++bb)
+            std::memcpy(xpad.data() + bb * ldx, x + bb * n_in, std::size_t(n_in) * sizeof(float));
+        xs = xpad.data();
+    }
+    xsum.resize(std::size_t(b * groups));
+    for (std::int64_t bb = 0; bb < b && grouped; ++bb)
+        for (std::int64_t g = 0; g < groups; ++g) {
+            float s = 0;
+            for (std::int64_t j = g * spec.group; j < (g + 1) * spec.group; ++j) s += xs[bb * ldx + j];
+            xsum[std::size_t(bb * groups + g)] = s;
+        }
+    const Isa isa = select_isa();
+    const Args a{&m, xs, ldx, xsum.data(), groups, y};
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t r0 = 0; r0 < n_out; r0 += tile)
+        rows_all_batches<D512, D256>(isa, a, b, r0, std::min(n_out, r0 + tile));
+}
+
 // fp32 reads the problem's W in place (no copy); every other format is
-// quantized from it here, outside the timed region. The timed call pads x
-// into a scratch buffer when rows are padded (odd n_in) and computes the
-// group sums of x for grouped formats: b * n_in floats, noise next to W.
+// quantized from it here, outside the timed region.
 template <class D512, class D256>
 std::function<Instance(Problem&)> gemv_prepare(QuantSpec spec) {
     return [spec](Problem& p) {
@@ -192,38 +228,16 @@ std::function<Instance(Problem&)> gemv_prepare(QuantSpec spec) {
             *m = quantize(spec, p.in("W").as<float>(), n_out, n_in);
         }
         const std::int64_t ldx = padded_cols(spec.format == Format::f32 ? QuantSpec{Format::bf16} : spec, n_in);
-        const bool pad = ldx != n_in, grouped = D512::grouped;
-        const std::int64_t groups = grouped ? ldx / spec.group : 0;
-        auto xpad = std::make_shared<std::vector<float>>(pad ? std::size_t(b * ldx) : 0, 0.0f);
+        const std::int64_t groups = D512::grouped ? ldx / spec.group : 0;
+        // Scratch sized once here, so the timed calls do not allocate.
+        auto xpad = std::make_shared<std::vector<float>>(ldx != n_in ? std::size_t(b * ldx) : 0, 0.0f);
         auto xsum = std::make_shared<std::vector<float>>(std::size_t(b * groups), 0.0f);
         const float* x = p.in("x").as<float>();
         float* y = p.out("y").as<float>();
-        const Isa isa = select_isa();
-        // Row tiles of ~512 KiB of stored weights: long sequential streams,
-        // small enough to stay in L2 while the batch blocks reuse them.
-        const double row_bytes = double(n_in) * effective_bits(spec, n_in) / 8;
-        const std::int64_t tile = std::max<std::int64_t>(1, std::int64_t((512 << 10) / row_bytes));
         Instance inst;
         inst.workspace_bytes = std::size_t(spec.format == Format::f32 ? 0 : m->bytes()) +
                                (xpad->size() + xsum->size()) * sizeof(float);
-        inst.run = [=] {
-            const float* xs = x;
-            if (pad) {
-                for (std::int64_t bb = 0; bb < b; ++bb)
-                    std::memcpy(xpad->data() + bb * ldx, x + bb * n_in, std::size_t(n_in) * sizeof(float));
-                xs = xpad->data();
-            }
-            for (std::int64_t bb = 0; bb < b && grouped; ++bb)
-                for (std::int64_t g = 0; g < groups; ++g) {
-                    float s = 0;
-                    for (std::int64_t j = g * spec.group; j < (g + 1) * spec.group; ++j) s += xs[bb * ldx + j];
-                    (*xsum)[bb * groups + g] = s;
-                }
-            const Args a{m.get(), xs, ldx, xsum->data(), groups, y};
-#pragma omp parallel for schedule(dynamic, 1)
-            for (std::int64_t r0 = 0; r0 < n_out; r0 += tile)
-                rows_all_batches<D512, D256>(isa, a, b, r0, std::min(n_out, r0 + tile));
-        };
+        inst.run = [=] { gemv_call<D512, D256>(*m, x, b, y, *xpad, *xsum); };
         return inst;
     };
 }

@@ -10,6 +10,7 @@
 // to bytes / DRAM bandwidth, i.e. >= 70% of the calibrated ~22 GB/s
 // (~62 ms at the default shape). This is the baseline every lower-precision
 // rung divides: from here on only the bytes per weight change.
+#include "kernels/precision/gemv.hpp"
 #include "optimized/precision/gemv_q_cpu.hpp"
 
 namespace mw::precision::cpu {
@@ -58,6 +59,12 @@ struct F32x8 {
 };
 
 }  // namespace
+
+// This rung as a function (kernels/precision/gemv.hpp).
+void gemv_f32(const QMatrix& m, const float* x, std::int64_t b, float* y) {
+    thread_local std::vector<float> xpad, xsum;
+    gemv_call<F32x16, F32x8>(m, x, b, y, xpad, xsum);
+}
 }  // namespace mw::precision::cpu
 
 MW_REGISTER_VARIANT(gemv_q_fp32_cpu, {

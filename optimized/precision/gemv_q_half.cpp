@@ -11,6 +11,7 @@
 // FLOPs are unchanged; the widening adds 1-2 integer ops per 16 weights, far
 // below what a core can issue while waiting on DRAM.
 // Numerics: per-weight error <= 2^-8 |w| (bf16) or 2^-11 |w| (fp16).
+#include "kernels/precision/gemv.hpp"
 #include "optimized/precision/gemv_q_cpu.hpp"
 
 namespace mw::precision::cpu {
@@ -54,6 +55,15 @@ struct Half8 {
 };
 
 }  // namespace
+
+// This rung as a function (kernels/precision/gemv.hpp).
+void gemv_half(const QMatrix& m, const float* x, std::int64_t b, float* y) {
+    thread_local std::vector<float> xpad, xsum;
+    if (m.spec.format == Format::bf16)
+        gemv_call<Half16<true>, Half8<true>>(m, x, b, y, xpad, xsum);
+    else
+        gemv_call<Half16<false>, Half8<false>>(m, x, b, y, xpad, xsum);
+}
 }  // namespace mw::precision::cpu
 
 namespace mwp = mw::precision;

@@ -20,6 +20,7 @@
 // at b = 1 the kernel sits closer to its compute roof than any earlier rung,
 // and the ridge (where extra batch items stop being free) comes at a smaller b.
 // Numerics: |w - dequant(w)| <= s_g / 2 per weight (quant.hpp).
+#include "kernels/precision/gemv.hpp"
 #include "optimized/precision/gemv_q_cpu.hpp"
 
 namespace mw::precision::cpu {
@@ -67,6 +68,12 @@ struct Int4x8 : Int4Row {
 };
 
 }  // namespace
+
+// This rung as a function (kernels/precision/gemv.hpp).
+void gemv_int4(const QMatrix& m, const float* x, std::int64_t b, float* y) {
+    thread_local std::vector<float> xpad, xsum;
+    gemv_call<Int4x16, Int4x8>(m, x, b, y, xpad, xsum);
+}
 }  // namespace mw::precision::cpu
 
 namespace mwp = mw::precision;

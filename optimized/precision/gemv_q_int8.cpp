@@ -11,6 +11,7 @@
 // 8.004 bits per weight), a quarter of fp32: up to 4x faster than rung 1
 // while bandwidth-bound; the convert adds 2 ops per 16 weights.
 // Numerics: |w - s q| <= s_row / 2 per weight (quant.hpp).
+#include "kernels/precision/gemv.hpp"
 #include "optimized/precision/gemv_q_cpu.hpp"
 
 namespace mw::precision::cpu {
@@ -50,6 +51,12 @@ struct I8x8 {
 };
 
 }  // namespace
+
+// This rung as a function (kernels/precision/gemv.hpp).
+void gemv_int8(const QMatrix& m, const float* x, std::int64_t b, float* y) {
+    thread_local std::vector<float> xpad, xsum;
+    gemv_call<I8x16, I8x8>(m, x, b, y, xpad, xsum);
+}
 }  // namespace mw::precision::cpu
 
 namespace mwp = mw::precision;

@@ -4,6 +4,7 @@
 // cache), and the fp32 training step against the fp64 reference.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -170,3 +171,43 @@ TEST(ModelFp32, TrainStepMatchesReferenceMQAandMHA) {
 }
 
 }  // namespace
+
+// The fp32 decoder (the precision lever's GEMVs, a contiguous cache)
+// against the fp64 cached decoder, position by position.
+TEST(ModelFp32, DecoderMatchesReferenceStepByStep) {
+    for (Config c : {tiny(), tiny(36, 2, 6, 3, 33, 17, 33), tiny(32, 1, 4, 1, 40, 19, 16), tiny(8, 1, 2, 2, 5, 3, 1)}) {
+        const auto p64 = params64(c, 9);
+        const std::vector<float> p32(p64.begin(), p64.end());
+        const std::vector<double> p64r(p32.begin(), p32.end());
+        mw::model::cpu::Decoder dec(c, p32.data());
+        auto cache = mw::model::ref_cache(c);
+        const auto tokens = seq(c.max_seq, c.vocab, 6);
+        for (int t = 0; t < c.max_seq; ++t) {
+            const float* z = dec.step(tokens[std::size_t(t)]);
+            const auto ref = mw::model::ref_step(c, p64r.data(), tokens[std::size_t(t)], cache);
+            double e = 0, r = 0;
+            for (int v = 0; v < c.vocab; ++v) e += (z[v] - ref[std::size_t(v)]) * (z[v] - ref[std::size_t(v)]), r += ref[std::size_t(v)] * ref[std::size_t(v)];
+            ASSERT_LT(std::sqrt(e / r), 1e-5) << "position " << t << " of d_model " << c.d_model;
+        }
+        EXPECT_EQ(dec.position(), c.max_seq);
+        EXPECT_THROW(dec.step(0), std::invalid_argument);
+        dec.reset();
+        EXPECT_NO_THROW(dec.step(0));
+    }
+}
+
+TEST(ModelSpeed, DISABLED_DefaultStep) {
+    Config c;
+    const int B = 16, T = 256;
+    auto p = mw::model::init_params(c, 1);
+    std::vector<float> g(p.size());
+    std::vector<int> x(B * T), y(B * T);
+    for (int i = 0; i < B * T; ++i) x[i] = i % 97, y[i] = (i * 7) % 101;
+    mw::model::cpu::TrainStep s(c, B, T);
+    for (int r = 0; r < 4; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        s.forward_backward(p.data(), g.data(), x.data(), y.data());
+        double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("step %.3f s  %.1f GFLOP/s\n", dt, 3 * mw::model::forward_flops(c, T) * B / dt / 1e9);
+    }
+}
