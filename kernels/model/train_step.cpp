@@ -66,6 +66,12 @@ std::size_t TrainStep::workspace_bytes() const {
     return n;
 }
 
+// Causal attention skips the score blocks above the diagonal: rows are
+// taken kRowBlock at a time, and row block [i0, i1) only meets keys [0, i1).
+// At T = 256 that computes 10/16 of the square (the masked rest is never
+// multiplied), in GEMMs still large enough for the packed kernel.
+constexpr int kRowBlock = 64;
+
 // Per (sequence, kv head): for each query head of its group, S = Q K^T,
 // causal softmax rows (scaled by 1/sqrt(hd)), O = P V.
 void TrainStep::attention_forward(Layer& L) {
@@ -80,17 +86,25 @@ void TrainStep::attention_forward(Layer& L) {
             for (int h = kh * group; h < (kh + 1) * group; ++h) {
                 const float* Q = L.q.data() + std::size_t(b) * T * qd + h * hd;
                 float* P = L.p.data() + (std::size_t(b) * H + h) * T * T;
-                gemm::gemm_ex_serial(View::rows(Q, qd), View::transposed(K, kvd), P, T, T, T, hd, false);
-                for (int i = 0; i < T; ++i) softmax_causal_row(P + std::size_t(i) * T, i + 1, T, scale);
-                gemm::gemm_ex_serial(View::rows(P, T), View::rows(Vv, kvd), L.o.data() + std::size_t(b) * T * qd + h * hd,
-                                     qd, T, hd, T, false);
+                float* O = L.o.data() + std::size_t(b) * T * qd + h * hd;
+                for (int i0 = 0; i0 < T; i0 += kRowBlock) {
+                    const int i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+                    float* Pb = P + std::size_t(i0) * T;
+                    gemm::gemm_ex_serial(View::rows(Q + std::size_t(i0) * qd, qd), View::transposed(K, kvd), Pb, T, rows,
+                                         i1, hd, false);
+                    for (int i = i0; i < i1; ++i) softmax_causal_row(P + std::size_t(i) * T, i + 1, T, scale);
+                    gemm::gemm_ex_serial(View::rows(Pb, T), View::rows(Vv, kvd), O + std::size_t(i0) * qd, qd, rows, hd,
+                                         i1, false);
+                }
             }
         }
 }
 
 // dP = dO V^T; dV += P^T dO; dS = P (dP - rowsum(dP P)) / sqrt(hd);
 // dQ = dS K; dK += dS^T Q. Heads of one group share dK, dV, so one task
-// owns a whole group.
+// owns a whole group. Blocks above the diagonal are skipped as in the
+// forward pass: dP and dQ by row block, dV and dK by key block [j0, j1),
+// which only queries i >= j0 reach.
 void TrainStep::attention_backward(const Layer& L, const float* dO, float* dq, float* dk, float* dv) {
     const int T = T_, hd = c_.head_dim(), H = c_.heads, KV = c_.kv_heads, qd = c_.q_dim(), kvd = c_.kv_dim();
     const int group = H / KV;
@@ -108,19 +122,30 @@ void TrainStep::attention_backward(const Layer& L, const float* dO, float* dq, f
                 const float* Q = L.q.data() + std::size_t(b) * T * qd + h * hd;
                 const float* dOh = dO + std::size_t(b) * T * qd + h * hd;
                 const float* P = L.p.data() + (std::size_t(b) * H + h) * T * T;
-                gemm::gemm_ex_serial(View::rows(dOh, qd), View::transposed(Vv, kvd), dS, T, T, T, hd, false);
-                gemm::gemm_ex_serial(View::transposed(P, T), View::rows(dOh, qd), dV, kvd, T, hd, T, !first);
-                for (int i = 0; i < T; ++i) {
-                    float* s = dS + std::size_t(i) * T;
-                    const float* p = P + std::size_t(i) * T;
-                    float dot = 0;
-                    for (int j = 0; j <= i; ++j) dot += p[j] * s[j];
-                    for (int j = 0; j <= i; ++j) s[j] = p[j] * (s[j] - dot) * scale;
-                    std::fill(s + i + 1, s + T, 0.0f);
+                for (int i0 = 0; i0 < T; i0 += kRowBlock) {
+                    const int i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+                    gemm::gemm_ex_serial(View::rows(dOh + std::size_t(i0) * qd, qd), View::transposed(Vv, kvd),
+                                         dS + std::size_t(i0) * T, T, rows, i1, hd, false);
+                    for (int i = i0; i < i1; ++i) {
+                        float* s = dS + std::size_t(i) * T;
+                        const float* p = P + std::size_t(i) * T;
+                        float dot = 0;
+                        for (int j = 0; j <= i; ++j) dot += p[j] * s[j];
+                        for (int j = 0; j <= i; ++j) s[j] = p[j] * (s[j] - dot) * scale;
+                        std::fill(s + i + 1, s + i1, 0.0f);
+                    }
+                    gemm::gemm_ex_serial(View::rows(dS + std::size_t(i0) * T, T), View::rows(K, kvd),
+                                         dq + std::size_t(b) * T * qd + h * hd + std::size_t(i0) * qd, qd, rows, hd, i1,
+                                         false);
                 }
-                gemm::gemm_ex_serial(View::rows(dS, T), View::rows(K, kvd), dq + std::size_t(b) * T * qd + h * hd, qd, T,
-                                     hd, T, false);
-                gemm::gemm_ex_serial(View::transposed(dS, T), View::rows(Q, qd), dK, kvd, T, hd, T, !first);
+                for (int j0 = 0; j0 < T; j0 += kRowBlock) {
+                    const int j1 = std::min(T, j0 + kRowBlock);
+                    const std::size_t at = std::size_t(j0) * T + std::size_t(j0);  // [j0, j0] of a T x T matrix
+                    gemm::gemm_ex_serial(View::transposed(P + at, T), View::rows(dOh + std::size_t(j0) * qd, qd),
+                                         dV + std::size_t(j0) * kvd, kvd, j1 - j0, hd, T - j0, !first);
+                    gemm::gemm_ex_serial(View::transposed(dS + at, T), View::rows(Q + std::size_t(j0) * qd, qd),
+                                         dK + std::size_t(j0) * kvd, kvd, j1 - j0, hd, T - j0, !first);
+                }
             }
         }
 }
