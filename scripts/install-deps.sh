@@ -2,10 +2,12 @@
 # Installs the Debian packages memwall builds with, if any are missing.
 # The CUDA toolkit is optional: when nvcc is in /usr/local/cuda or on PATH the
 # CUDA backend is compiled too (it runs only where a GPU is present).
+# `fortunes` is data, not code: the English text the model stack is trained
+# on (reference/model/corpus.hpp).
 set -euo pipefail
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-          libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap)
+          libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
