@@ -68,9 +68,11 @@ std::size_t TrainStep::workspace_bytes() const {
 
 // Causal attention skips the score blocks above the diagonal: rows are
 // taken kRowBlock at a time, and row block [i0, i1) only meets keys [0, i1).
-// At T = 256 that computes 10/16 of the square (the masked rest is never
-// multiplied), in GEMMs still large enough for the packed kernel.
-constexpr int kRowBlock = 64;
+// 96 rows is a whole number of the AVX-512 kernel's 12-row tiles and its
+// key ranges whole 32-column panels, so no tile computes padding; at
+// T = 256 two thirds of the square are computed and the masked rest is
+// never multiplied.
+constexpr int kRowBlock = 96;
 
 // Per (sequence, kv head): for each query head of its group, S = Q K^T,
 // causal softmax rows (scaled by 1/sqrt(hd)), O = P V.

@@ -26,29 +26,45 @@
 
 namespace mw::gemm::cpu {
 
+// Both packs walk the source along whichever of its strides is 1, so every
+// source line is read once in order; the scattered side is the packed
+// panel, which is small enough to sit in L1 (kc x mr or kc x nr floats).
 void pack_a_view(View A, int i0, int p0, int mc, int kc, int mr, float* Ap) {
-    for (int r0 = 0; r0 < mc; r0 += mr) {
+    for (int r0 = 0; r0 < mc; r0 += mr, Ap += long(mr) * kc) {
         const int rows = std::min(mr, mc - r0);
         const float* base = A.p + long(i0 + r0) * A.rs + long(p0) * A.cs;
-        for (int p = 0; p < kc; ++p) {
-            const float* col = base + long(p) * A.cs;
-            for (int i = 0; i < rows; ++i) Ap[i] = col[long(i) * A.rs];
-            for (int i = rows; i < mr; ++i) Ap[i] = 0.0f;
-            Ap += mr;
+        if (A.cs == 1) {  // row-major A: row i is contiguous along p
+            for (int i = 0; i < rows; ++i) {
+                const float* row = base + long(i) * A.rs;
+                for (int p = 0; p < kc; ++p) Ap[long(p) * mr + i] = row[p];
+            }
+        } else {  // column p is contiguous (rs == 1) or nothing is
+            for (int p = 0; p < kc; ++p) {
+                const float* col = base + long(p) * A.cs;
+                for (int i = 0; i < rows; ++i) Ap[long(p) * mr + i] = col[long(i) * A.rs];
+            }
         }
+        for (int p = 0; p < kc && rows < mr; ++p)
+            for (int i = rows; i < mr; ++i) Ap[long(p) * mr + i] = 0.0f;
     }
 }
 
 void pack_b_view(View B, int p0, int j0, int kc, int nc, int nr, float* Bp) {
-    for (int c0 = 0; c0 < nc; c0 += nr) {
+    for (int c0 = 0; c0 < nc; c0 += nr, Bp += long(nr) * kc) {
         const int cols = std::min(nr, nc - c0);
         const float* base = B.p + long(p0) * B.rs + long(j0 + c0) * B.cs;
-        for (int p = 0; p < kc; ++p) {
-            const float* row = base + long(p) * B.rs;
-            for (int j = 0; j < cols; ++j) Bp[j] = row[long(j) * B.cs];
-            for (int j = cols; j < nr; ++j) Bp[j] = 0.0f;
-            Bp += nr;
+        if (B.cs == 1) {  // row-major B: row p is contiguous along j
+            for (int p = 0; p < kc; ++p) {
+                const float* row = base + long(p) * B.rs;
+                std::copy(row, row + cols, Bp + long(p) * nr);
+            }
+        } else {  // a transposed B: column j is contiguous along p
+            for (int j = 0; j < cols; ++j) {
+                const float* col = base + long(j) * B.cs;
+                for (int p = 0; p < kc; ++p) Bp[long(p) * nr + j] = col[long(p) * B.rs];
+            }
         }
+        for (int p = 0; p < kc && cols < nr; ++p) std::fill(Bp + long(p) * nr + cols, Bp + long(p + 1) * nr, 0.0f);
     }
 }
 
