@@ -46,12 +46,21 @@ EvalRecord Trainer::evaluate(const TrainState& s, int windows) {
     const int T = o_.seq;
     const std::int64_t available = std::int64_t((val_.size() - 1) / std::size_t(T));
     const std::int64_t n = windows <= 0 ? available : std::min<std::int64_t>(windows, available);
-    cpu::TrainStep fwd(s.config, 1, T);
-    std::vector<int> x(static_cast<std::size_t>(T)), y(static_cast<std::size_t>(T));
+    // Windows scored o_.batch at a time (the training step's GEMM shapes);
+    // the remainder in one smaller batch.
     double sum = 0;
-    for (std::int64_t w = 0; w < n; ++w) {
-        for (int t = 0; t < T; ++t) x[std::size_t(t)] = val_[std::size_t(w * T + t)], y[std::size_t(t)] = val_[std::size_t(w * T + t + 1)];
-        sum += fwd.forward(s.params.data(), x.data(), y.data());
+    for (std::int64_t w0 = 0; w0 < n;) {
+        const int nb = int(std::min<std::int64_t>(o_.batch, n - w0));
+        if (!eval_ || eval_->batch() != nb || !(eval_->config() == s.config) || eval_->seq() != T)
+            eval_ = std::make_unique<cpu::TrainStep>(s.config, nb, T);
+        std::vector<int> x(std::size_t(nb) * T), y(x.size());
+        for (int b = 0; b < nb; ++b)
+            for (int t = 0; t < T; ++t) {
+                const std::size_t at = std::size_t((w0 + b) * T + t);
+                x[std::size_t(b) * T + t] = val_[at], y[std::size_t(b) * T + t] = val_[at + 1];
+            }
+        sum += eval_->forward(s.params.data(), x.data(), y.data()) * nb;
+        w0 += nb;
     }
     EvalRecord r;
     r.step = s.opt.step;

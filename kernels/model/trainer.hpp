@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "kernels/model/model_cpu.hpp"
@@ -68,6 +69,7 @@ private:
     const std::vector<int>& train_;
     const std::vector<int>& val_;
     cpu::TrainStep step_;
+    std::unique_ptr<cpu::TrainStep> eval_;
     std::vector<float> grads_;
     double loss_sum_ = 0;
     std::int64_t loss_count_ = 0;

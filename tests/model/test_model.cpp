@@ -11,6 +11,8 @@
 
 #include "harness/check.hpp"
 #include "kernels/model/model_cpu.hpp"
+#include "kernels/model/trainer.hpp"
+#include "reference/model/corpus.hpp"
 #include "reference/model/model.hpp"
 
 namespace {
@@ -216,4 +218,24 @@ TEST(ModelSpeed, DISABLED_DefaultStep) {
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("step %.3f s  %.1f GFLOP/s\n", dt, 3 * mw::model::forward_flops(c, T) * B / dt / 1e9);
     }
+}
+
+// Convergence probe (run by hand): MW_STEPS, MW_LR.
+TEST(ModelSpeed, DISABLED_TrainProbe) {
+    const auto corpus = mw::model::load_corpus();
+    const auto tr = mw::model::to_tokens(corpus.train), va = mw::model::to_tokens(corpus.validation);
+    mw::model::TrainOptions o;
+    o.steps = std::getenv("MW_STEPS") ? std::atoi(std::getenv("MW_STEPS")) : 300;
+    o.lr = std::getenv("MW_LR") ? float(std::atof(std::getenv("MW_LR"))) : 3e-3f;
+    o.min_lr = o.lr / 10;
+    o.eval_every = 50;
+    mw::model::Trainer t(o, tr, va);
+    mw::model::TrainState s(Config{}, 1);
+    auto t0 = std::chrono::steady_clock::now();
+    t.run(s, o.steps, [&](const mw::model::StepRecord& r) {
+        if (r.step % 10 == 0) std::printf("step %lld loss %.3f gn %.2f %.2fs\n", (long long)r.step, r.loss, r.grad_norm, r.seconds);
+        std::fflush(stdout);
+        return true; },
+        [&](const mw::model::EvalRecord& e) { std::printf("eval %lld train %.3f val %.3f (%.0f s)\n", (long long)e.step, e.train_loss, e.val_loss,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); std::fflush(stdout); });
 }
