@@ -291,20 +291,20 @@ void rmsnorm_on(Backend be, const ElementwiseKernels* k) {
             const auto x = random_floats(n, ++seed, -1, 1), g = random_floats(d, ++seed, -1.5f, 1.5f);
             const auto dy = random_floats(n, ++seed, -1, 1), dg0 = random_floats(d, ++seed, -1, 1);
 
-            DeviceArray<float> dx_in(k, x), dg_in(k, g), ddy(k, dy), ddg(k, dg0);
-            auto dyout = DeviceArray<float>::poisoned(k, n), drstd = DeviceArray<float>::poisoned(k, rows);
-            auto ddx = DeviceArray<float>::poisoned(k, n);
-            k->rmsnorm_forward(dx_in.get(), dg_in.get(), dyout.get(), drstd.get(), rows, d, mw::model::kRmsNormEps,
+            DeviceArray<float> x_d(k, x), g_d(k, g), dy_d(k, dy), dg_d(k, dg0);
+            auto y_d = DeviceArray<float>::poisoned(k, n), rstd_d = DeviceArray<float>::poisoned(k, rows);
+            auto dx_d = DeviceArray<float>::poisoned(k, n);
+            k->rmsnorm_forward(x_d.get(), g_d.get(), y_d.get(), rstd_d.get(), rows, d, mw::model::kRmsNormEps,
                                nullptr);
-            k->rmsnorm_backward(dx_in.get(), dg_in.get(), drstd.get(), ddy.get(), ddx.get(), ddg.get(), rows, d,
+            k->rmsnorm_backward(x_d.get(), g_d.get(), rstd_d.get(), dy_d.get(), dx_d.get(), dg_d.get(), rows, d,
                                 nullptr);
 
             const RmsNormFwd f = rmsnorm_fwd(to_double(x), to_double(g), rows, d);
             const RmsNormBwd b = rmsnorm_bwd(to_double(x), to_double(g), to_double(dy), to_double(dg0), rows, d);
-            expect_close("y", dyout.host(), f.y, f.y, d, where);
-            expect_close("rstd", drstd.host(), f.r, f.r, d, where);
-            expect_close("dx", ddx.host(), b.dx, b.dx_terms, d, where);
-            expect_close("dg", ddg.host(), b.dg, b.dg, rows, where);  // a plain reduction over rows
+            expect_close("y", y_d.host(), f.y, f.y, d, where);
+            expect_close("rstd", rstd_d.host(), f.r, f.r, d, where);
+            expect_close("dx", dx_d.host(), b.dx, b.dx_terms, d, where);
+            expect_close("dg", dg_d.host(), b.dg, b.dg, rows, where);  // a plain reduction over rows
         }
 }
 
@@ -324,22 +324,22 @@ void rope_on(Backend be, const ElementwiseKernels* k) {
                 pos[0] = 0;
                 if (tokens > 1) pos.back() = 100000;
 
-                DeviceArray<float> dx_in(k, x), ddy(k, dy), dfreq(k, mw::model::rope_inv_freq(hd));
-                DeviceArray<std::int32_t> dpos(k, pos);
-                auto dy_out = DeviceArray<float>::poisoned(k, n), ddx = DeviceArray<float>::poisoned(k, n);
-                k->rope_forward(dx_in.get(), dy_out.get(), dpos.get(), dfreq.get(), tokens, heads, hd, nullptr);
-                k->rope_backward(ddy.get(), ddx.get(), dpos.get(), dfreq.get(), tokens, heads, hd, nullptr);
+                DeviceArray<float> x_d(k, x), dy_d(k, dy), inv_freq_d(k, mw::model::rope_inv_freq(hd));
+                DeviceArray<std::int32_t> pos_d(k, pos);
+                auto y_d = DeviceArray<float>::poisoned(k, n), dx_d = DeviceArray<float>::poisoned(k, n);
+                k->rope_forward(x_d.get(), y_d.get(), pos_d.get(), inv_freq_d.get(), tokens, heads, hd, nullptr);
+                k->rope_backward(dy_d.get(), dx_d.get(), pos_d.get(), inv_freq_d.get(), tokens, heads, hd, nullptr);
 
                 Vec fwd_terms, bwd_terms;
                 const Vec y = rope_ref(to_double(x), pos, tokens, heads, hd, +1, &fwd_terms);
                 const Vec dxr = rope_ref(to_double(dy), pos, tokens, heads, hd, -1, &bwd_terms);
-                const auto got_y = dy_out.host();
+                const auto got_y = y_d.host();
                 expect_close("y", got_y, y, fwd_terms, 1, where);
-                expect_close("dx", ddx.host(), dxr, bwd_terms, 1, where);
+                expect_close("dx", dx_d.host(), dxr, bwd_terms, 1, where);
 
                 // In place (y == x) gives the same bits.
                 DeviceArray<float> inplace(k, x);
-                k->rope_forward(inplace.get(), inplace.get(), dpos.get(), dfreq.get(), tokens, heads, hd, nullptr);
+                k->rope_forward(inplace.get(), inplace.get(), pos_d.get(), inv_freq_d.get(), tokens, heads, hd, nullptr);
                 const auto got_inplace = inplace.host();
                 EXPECT_EQ(std::memcmp(got_inplace.data(), got_y.data(), n * sizeof(float)), 0) << "in place, " << where;
             }
@@ -354,17 +354,17 @@ void swiglu_on(Backend be, const ElementwiseKernels* k) {
             // a spans silu's curved part and both saturated ends.
             const auto a = random_floats(n, ++seed, -12, 12), b = random_floats(n, ++seed, -1, 1);
             const auto dh = random_floats(n, ++seed, -1, 1);
-            DeviceArray<float> da_in(k, a), db_in(k, b), ddh(k, dh);
-            auto dh_out = DeviceArray<float>::poisoned(k, n), dda = DeviceArray<float>::poisoned(k, n);
-            auto ddb = DeviceArray<float>::poisoned(k, n);
-            k->swiglu_forward(da_in.get(), db_in.get(), dh_out.get(), std::int64_t(n), nullptr);
-            k->swiglu_backward(da_in.get(), db_in.get(), ddh.get(), dda.get(), ddb.get(), std::int64_t(n), nullptr);
+            DeviceArray<float> a_d(k, a), b_d(k, b), dh_d(k, dh);
+            auto h_d = DeviceArray<float>::poisoned(k, n), da_d = DeviceArray<float>::poisoned(k, n);
+            auto db_d = DeviceArray<float>::poisoned(k, n);
+            k->swiglu_forward(a_d.get(), b_d.get(), h_d.get(), std::int64_t(n), nullptr);
+            k->swiglu_backward(a_d.get(), b_d.get(), dh_d.get(), da_d.get(), db_d.get(), std::int64_t(n), nullptr);
 
             const Vec h = swiglu_fwd(to_double(a), to_double(b));
             const SwiGluBwd g = swiglu_bwd(to_double(a), to_double(b), to_double(dh));
-            expect_close("h", dh_out.host(), h, h, 1, where);
-            expect_close("da", dda.host(), g.da, g.da_terms, 1, where);
-            expect_close("db", ddb.host(), g.db, g.db, 1, where);
+            expect_close("h", h_d.host(), h, h, 1, where);
+            expect_close("da", da_d.host(), g.da, g.da_terms, 1, where);
+            expect_close("db", db_d.host(), g.db, g.db, 1, where);
         }
 }
 
