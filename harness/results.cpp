@@ -150,10 +150,12 @@ std::string path_for_record(const std::string& path, const std::filesystem::path
     return path;
 }
 
-std::string path_for_record(const std::string& path) {
+std::filesystem::path source_root() {
     const char* env = std::getenv("MEMWALL_SOURCE_DIR");
-    return path_for_record(path, env && *env ? env : MEMWALL_SOURCE_DIR);
+    return env && *env ? env : MEMWALL_SOURCE_DIR;
 }
+
+std::string path_for_record(const std::string& path) { return path_for_record(path, source_root()); }
 
 std::string command_for_record(int argc, char** argv) {
     std::string s = "memwall";

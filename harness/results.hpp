@@ -29,6 +29,9 @@ nlohmann::json read_json_file(const std::filesystem::path& path);
 // under it (a relative path is taken from the current directory); an
 // absolute path elsewhere keeps only its file name; anything else as given.
 std::string path_for_record(const std::string& path, const std::filesystem::path& root);
+// This build's repository root: $MEMWALL_SOURCE_DIR, else the source folder
+// the build was configured from.
+std::filesystem::path source_root();
 // The same against this build's repository root ($MEMWALL_SOURCE_DIR, else
 // the source folder the build was configured from).
 std::string path_for_record(const std::string& path);

@@ -33,6 +33,10 @@ public:
     // (param_count values; the caller zeroes them).
     double forward_backward(const float* params, float* grads, const int* tokens, const int* targets);
 
+    // Runs later calls on sequences of `seq` tokens, at most the length the
+    // step was built for (its buffers are reused, nothing is allocated).
+    void set_seq(int seq);
+
     // Bytes of activations and scratch this step holds.
     std::size_t workspace_bytes() const;
     int batch() const { return B_; }
@@ -46,7 +50,7 @@ private:
     void attention_backward(const Layer& L, const float* dO, float* dq, float* dk, float* dv);
 
     Config c_;
-    int B_, T_;
+    int B_, T_, T_cap_;
     std::int64_t N_;  // B * T rows
     RopeTable rope_;
     std::vector<int> pos_;               // position of each row: row % T

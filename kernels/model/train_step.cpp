@@ -33,7 +33,7 @@ void proj_back(const float* x, const float* W, const float* dy, float* dx, bool 
 }  // namespace
 
 TrainStep::TrainStep(const Config& c, int batch, int seq)
-    : c_(c), B_(batch), T_(seq), N_(std::int64_t(batch) * seq), rope_(c.head_dim(), c.max_seq, c.rope_base) {
+    : c_(c), B_(batch), T_(seq), T_cap_(seq), N_(std::int64_t(batch) * seq), rope_(c.head_dim(), c.max_seq, c.rope_base) {
     require_valid(c);
     if (batch <= 0) throw std::invalid_argument("batch = " + std::to_string(batch) + ": must be positive");
     if (seq <= 0 || seq > c.max_seq)
@@ -52,6 +52,14 @@ TrainStep::TrainStep(const Config& c, int batch, int seq)
     dx_.resize(N * d), dxn_.resize(N * d), dO_.resize(N * qd), dq_.resize(N * qd), dk_.resize(N * kvd);
     dv_.resize(N * kvd), dh_.resize(N * f), da_.resize(N * f), db_.resize(N * f);
     head_scratch_.assign(std::size_t(omp_get_max_threads()), std::vector<float>(std::size_t(T_) * T_));
+}
+
+void TrainStep::set_seq(int seq) {
+    if (seq <= 0 || seq > T_cap_)
+        throw std::invalid_argument("seq = " + std::to_string(seq) + ": must be in 1.." + std::to_string(T_cap_));
+    T_ = seq;
+    N_ = std::int64_t(B_) * seq;
+    for (std::size_t r = 0; r < std::size_t(N_); ++r) pos_[r] = int(r % std::size_t(seq));
 }
 
 std::size_t TrainStep::workspace_bytes() const {
@@ -185,7 +193,7 @@ double TrainStep::forward(const float* params, const int* tokens, const int* tar
     }
     rmsnorm_forward(x_.back().data(), P.final_norm, xf_.data(), rf_.data(), N, d, float(c_.norm_eps));
     gemm::gemm_ex(View::rows(xf_.data(), d), View::transposed(P.embed, d), z_.data(), V, int(N), V, d, false);
-    if (logits) std::copy(z_.begin(), z_.end(), logits);
+    if (logits) std::copy(z_.data(), z_.data() + N * V, logits);
     return cross_entropy(z_.data(), targets, N, V, dz_.data(), 1.0f / float(N)) / double(N);
 }
 
