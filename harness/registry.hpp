@@ -84,9 +84,21 @@ struct Problem {
 
 // How the checker compares a candidate output with the oracle (README.md,
 // "How a variant is checked"; harness/check.hpp). Filled in by the op.
-enum class CheckMode { tolerance, exact };
+//   tolerance       floating-point outputs: element-wise and Frobenius bounds
+//   exact           integers, permutations, routing decisions: bit-for-bit
+//   token_sequence  generated token ids (i32): exact, except that a sequence may
+//                   diverge at a step where the fp64 oracle's top-2 logit margin
+//                   is a near-tie; the oracle's vector for such an output is the
+//                   ids followed by the per-step margins (mw::token_oracle)
+//   distribution    a sampler's counts per category (or its samples, as category
+//                   ids) against the oracle's probabilities: Pearson chi-square
+//                   with false-failure probability `alpha`
+enum class CheckMode { tolerance, exact, token_sequence, distribution };
 struct CheckSpec {
     CheckMode mode = CheckMode::tolerance;
+    // Outputs checked another way than `mode`, by output buffer name:
+    // {{"tokens", CheckMode::token_sequence}}. Unlisted outputs use `mode`.
+    std::map<std::string, CheckMode> per_output = {};
     // Length of the reduction behind one output element (K for GEMM); the
     // element-wise tolerance grows with sqrt(reduction_length).
     std::function<double(const Shape&)> reduction_length = [](const Shape&) { return 1.0; };
@@ -97,6 +109,18 @@ struct CheckSpec {
     // Frobenius error vs the oracle must be at most this many times the naive
     // variant's in the same run. 0 = off.
     double baseline_factor = 0.0;
+    // distribution: the probability that a correct sampler fails one check.
+    double alpha = 1e-6;
+    // token_sequence: the magnitude of the logits, in logit units. A step is a
+    // near-tie when its fp64 top-2 margin is below
+    //   rtol(dtype, reduction_length) * tolerance_scale * logit_scale
+    // (rtol as for the tolerance mode, dtype f32 unless the problem is wider).
+    double logit_scale = 1.0;
+
+    CheckMode mode_for(const std::string& output) const {
+        auto it = per_output.find(output);
+        return it == per_output.end() ? mode : it->second;
+    }
 };
 
 struct Op {
