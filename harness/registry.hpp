@@ -155,7 +155,10 @@ struct Instance {
     // time in seconds measured with CUDA events (flushing L2 first when
     // `cold`). Null on the CPU, where the harness times run() itself.
     std::function<double(bool cold)> device_time;
-    // Optional: the variant's peak extra memory beyond inputs/outputs, bytes.
+    // Memory the harness's allocation tracker cannot see, bytes: real device
+    // memory (cudaMalloc on a GPU), std::aligned_alloc/malloc/mmap, a
+    // library's own allocator. Everything from operator new (std::vector,
+    // make_unique, ...) and Buffer::make is tracked and must not be declared.
     std::size_t workspace_bytes = 0;
 };
 

@@ -203,9 +203,9 @@ std::function<Instance(Problem&)> gemv_prepare(QuantSpec spec) {
         // small enough to stay in L2 while the batch blocks reuse them.
         const double row_bytes = double(n_in) * effective_bits(spec, n_in) / 8;
         const std::int64_t tile = std::max<std::int64_t>(1, std::int64_t((512 << 10) / row_bytes));
+        // The packed weights (Buffers) and the scratch vectors come through
+        // the heap tracker: no workspace_bytes to declare.
         Instance inst;
-        inst.workspace_bytes = std::size_t(spec.format == Format::f32 ? 0 : m->bytes()) +
-                               (xpad->size() + xsum->size()) * sizeof(float);
         inst.run = [=] {
             const float* xs = x;
             if (pad) {
