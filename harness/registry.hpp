@@ -123,6 +123,14 @@ struct CheckSpec {
     }
 };
 
+// A unit of work for whole-workload ops (a training step, a decode loop, a
+// serving trace): results then carry units/s beside GFLOP/s.
+//   .unit = {"tokens", [](const mw::Shape& s) { return double(s["batch"] * s["steps"]); }}
+struct Unit {
+    std::string name;                               // "tokens", "steps", "requests"; empty = none
+    std::function<double(const Shape&)> per_call;   // units one call of the op processes
+};
+
 struct Op {
     std::string name;   // "gemm"
     std::string lever;  // "vectorization"
@@ -133,6 +141,8 @@ struct Op {
     std::vector<DType> dtypes;      // dtypes the op is defined for
     std::function<double(const Shape&)> flops;
     std::function<double(const Shape&, DType)> compulsory_bytes;
+    // Optional unit of work (tokens, steps, ...); default none.
+    Unit unit = {};
     // Allocates outputs and fills inputs deterministically from the seed.
     std::function<Problem(const Shape&, DType, std::uint64_t seed)> make_problem;
     // The fp64 oracle, one vector per output buffer, in order.
@@ -160,6 +170,10 @@ struct Instance {
     // library's own allocator. Everything from operator new (std::vector,
     // make_unique, ...) and Buffer::make is tracked and must not be declared.
     std::size_t workspace_bytes = 0;
+    // Optional named counters of the work done (accepted tokens, cache bytes,
+    // dropped tokens, latency percentiles, ...), read once after the timed
+    // calls and the final checked call. Names: letters, digits, '_'.
+    std::function<std::map<std::string, double>()> counters;
 };
 
 struct Variant {
@@ -174,6 +188,10 @@ struct Variant {
     std::vector<DType> dtypes = {DType::f32};
     // The traffic this variant incurs, bytes (null: the op's compulsory bytes).
     std::function<double(const Shape&, DType)> bytes;
+    // The FLOPs this variant really executes (recomputation, padding, wasted
+    // speculative work); null = the op's useful `flops`. Results report both,
+    // MFU from the useful count and HFU from this one.
+    std::function<double(const Shape&)> executed_flops;
     // Builds the instance; may allocate device memory, pack weights, etc.
     std::function<Instance(Problem&)> prepare;
     // Lossy variants (quantized weights): the function the variant really
