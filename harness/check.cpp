@@ -189,6 +189,40 @@ std::string id_str(double v) {
 
 }  // namespace
 
+namespace {
+
+// What one sequence did: where it left the oracle's path, if it did.
+struct SequenceOutcome {
+    bool diverged = false, near_tie = false;
+    std::string what;        // the step, both tokens and the margin
+    std::size_t unwritten = 0;
+    std::string unwritten_at;
+};
+
+SequenceOutcome follow_sequence(const Buffer& out, const std::vector<double>& ref, std::size_t first,
+                                std::size_t steps, double tie_threshold) {
+    SequenceOutcome o;
+    for (std::size_t t = 0; t < steps; ++t) {
+        const std::size_t i = first + t;
+        // Checked past a divergence too: a variant that stops writing is wrong on any path.
+        if (out.dtype == DType::i32 && out.as<std::int32_t>()[i] == kPoisonI32) {
+            if (o.unwritten++ == 0) o.unwritten_at = element_name(out, i);
+            continue;
+        }
+        if (o.diverged) continue;
+        const double got = load_as_double(out, i), want = ref[i], margin = ref[out.count + i];
+        if (got == want) continue;
+        o.diverged = true;
+        o.near_tie = margin < tie_threshold;  // NaN margins are never ties
+        o.what = element_name(out, i) + ": token " + id_str(got) + ", oracle " + id_str(want) + " at step " +
+                 std::to_string(t) + " where the fp64 top-2 margin is " + fmt_g(margin) + " (near-tie below " +
+                 fmt_g(tie_threshold) + ")";
+    }
+    return o;
+}
+
+}  // namespace
+
 CheckResult check_token_sequence(const Buffer& out, const std::vector<double>& ref, double tie_threshold) {
     CheckResult r;
     r.count = out.count;
@@ -202,44 +236,27 @@ CheckResult check_token_sequence(const Buffer& out, const std::vector<double>& r
     const std::size_t steps = out.dims.empty() ? out.count : static_cast<std::size_t>(out.dims.back());
     const std::size_t rows = steps ? out.count / steps : 0;
     std::ostringstream fails, ties;
-    std::size_t failed_rows = 0, unwritten = 0;
+    std::size_t unwritten = 0;
     for (std::size_t row = 0; row < rows; ++row) {
-        bool compared = true;  // false once the sequence has left the oracle's path
-        for (std::size_t t = 0; t < steps; ++t) {
-            const std::size_t i = row * steps + t;
-            if (out.dtype == DType::i32 && out.as<std::int32_t>()[i] == kPoisonI32) {
-                if (++unwritten <= 3) fails << "\n    " << element_name(out, i) << " was never written (still poison)";
-                continue;
-            }
-            if (!compared) continue;
-            const double got = load_as_double(out, i), want = ref[i], margin = ref[out.count + i];
-            if (got == want) continue;
-            compared = false;
-            ++r.mismatches;
-            std::ostringstream what;
-            what << element_name(out, i) << ": token " << id_str(got) << ", oracle " << id_str(want) << " at step " << t
-                 << " where the fp64 top-2 margin is " << fmt_g(margin) << " (near-tie below " << fmt_g(tie_threshold)
-                 << ")";
-            if (margin < tie_threshold) {  // NaN margins are never ties
-                if (++r.near_ties <= 5) ties << "\n    " << what.str();
-            } else if (++failed_rows <= 5) {
-                fails << "\n    " << what.str() << ": a real divergence";
-            }
-        }
+        const SequenceOutcome o = follow_sequence(out, ref, row * steps, steps, tie_threshold);
+        if (o.unwritten && unwritten < 3) fails << "\n    " << o.unwritten_at << " was never written (still poison)";
+        unwritten += o.unwritten;
+        if (!o.diverged) continue;
+        if (o.near_tie && ++r.near_ties <= 5) ties << "\n    " << o.what;
+        if (!o.near_tie && ++r.mismatches <= 5) fails << "\n    " << o.what << ": a real divergence";
     }
-    r.mismatches -= r.near_ties;
     if (r.near_ties)
         r.note = out.name + ": " + std::to_string(r.near_ties) + " sequence(s) diverged at a near-tie step and " +
                  "were compared only up to it" + ties.str();
-    r.ok = failed_rows == 0 && unwritten == 0;
-    if (!r.ok) {
-        std::ostringstream msg;
-        msg << out.name << ": ";
-        if (failed_rows) msg << failed_rows << " of " << rows << " sequence(s) diverge from the oracle at a step that is not a near-tie";
-        if (failed_rows && unwritten) msg << "; ";
-        if (unwritten) msg << unwritten << " token(s) never written";
-        r.message = msg.str() + fails.str();
-    }
+    r.ok = r.mismatches == 0 && unwritten == 0;
+    if (r.ok) return r;
+    std::ostringstream msg;
+    msg << out.name << ": ";
+    if (r.mismatches)
+        msg << r.mismatches << " of " << rows << " sequence(s) diverge from the oracle at a step that is not a near-tie";
+    if (r.mismatches && unwritten) msg << "; ";
+    if (unwritten) msg << unwritten << " token(s) never written";
+    r.message = msg.str() + fails.str();
     return r;
 }
 
@@ -357,6 +374,26 @@ std::string bin_name(const Bin& b) {
            std::to_string(b.categories.front()) + ")";
 }
 
+// The failed test, and the three bins that pull its statistic most
+// (largest standardized residuals).
+std::string describe_misfit(const StatTest& t, const std::vector<Bin>& bins) {
+    std::vector<const Bin*> order;
+    for (const Bin& b : bins) order.push_back(&b);
+    auto z = [](const Bin* b) { return (b->observed - b->expected) / std::sqrt(b->expected); };
+    std::sort(order.begin(), order.end(), [&](auto* a, auto* b) { return std::fabs(z(a)) > std::fabs(z(b)); });
+    std::ostringstream msg;
+    msg << "chi-square " << fmt_g(t.statistic) << " with " << t.dof << " dof over " << fmt_g(t.samples)
+        << " samples: p = " << fmt_g(t.p_value) << " < alpha " << fmt_g(t.alpha)
+        << ", the samples do not follow the oracle's distribution";
+    for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
+        char line[200];
+        std::snprintf(line, sizeof line, "\n    %s: %.0f drawn, %.1f expected (%+.1f sigma)",
+                      bin_name(*order[i]).c_str(), order[i]->observed, order[i]->expected, z(order[i]));
+        msg << line;
+    }
+    return msg.str();
+}
+
 }  // namespace
 
 CheckResult check_distribution(const Buffer& out, const std::vector<double>& probs, double alpha) {
@@ -396,24 +433,8 @@ CheckResult check_distribution(const Buffer& out, const std::vector<double>& pro
     t.p_value = chi_square_sf(t.statistic, t.dof);
     r.stat_tests.push_back(t);
     if (t.p_value >= alpha) return r;
-
-    // Name the bins that pull the statistic most (standardized residuals).
-    std::vector<const Bin*> order;
-    for (const Bin& b : bins) order.push_back(&b);
-    auto z = [](const Bin* b) { return (b->observed - b->expected) / std::sqrt(b->expected); };
-    std::sort(order.begin(), order.end(), [&](auto* a, auto* b) { return std::fabs(z(a)) > std::fabs(z(b)); });
-    std::ostringstream msg;
-    msg << "chi-square " << fmt_g(t.statistic) << " with " << t.dof << " dof over " << fmt_g(N)
-        << " samples: p = " << fmt_g(t.p_value) << " < alpha " << fmt_g(alpha)
-        << ", the samples do not follow the oracle's distribution";
-    for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
-        char line[200];
-        std::snprintf(line, sizeof line, "\n    %s: %.0f drawn, %.1f expected (%+.1f sigma)",
-                      bin_name(*order[i]).c_str(), order[i]->observed, order[i]->expected, z(order[i]));
-        msg << line;
-    }
     r.mismatches = 1;
-    return fail(msg.str());
+    return fail(describe_misfit(t, bins));
 }
 
 void apply_baseline_rule(CheckResult& r, double naive_rel_fro, double factor, DType dtype, double L) {
