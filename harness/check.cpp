@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
+#include <stdexcept>
 
 #include "harness/inputs.hpp"
 
@@ -151,6 +153,290 @@ CheckResult check_exact(const Buffer& out, const std::vector<double>& ref) {
     return r;
 }
 
+// ------------------------------------------------------------ token sequences
+
+std::vector<double> token_oracle(std::vector<double> ids, const std::vector<double>& margins) {
+    if (ids.size() != margins.size())
+        throw std::invalid_argument("token_oracle: " + std::to_string(ids.size()) + " ids but " +
+                                    std::to_string(margins.size()) + " margins");
+    ids.insert(ids.end(), margins.begin(), margins.end());
+    return ids;
+}
+
+double near_tie_threshold(const CheckSpec& spec, DType problem_dtype, double L) {
+    // The logits are as accurate as the arithmetic that made them: at least
+    // fp32's rounding, a wider dtype's if the problem is stored in one.
+    const double u = std::max(unit_roundoff(DType::f32), unit_roundoff(problem_dtype));
+    return 16.0 * u * std::sqrt(std::max(1.0, L)) * spec.tolerance_scale * spec.logit_scale;
+}
+
+namespace {
+
+constexpr std::int32_t kPoisonI32 = 0x7F7F7F7F;  // what poison() leaves in an i32
+
+std::string fmt_g(double v) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return b;
+}
+
+// A token id as written ("128001", never "1.28e+05").
+std::string id_str(double v) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return b;
+}
+
+}  // namespace
+
+namespace {
+
+// What one sequence did: where it left the oracle's path, if it did.
+struct SequenceOutcome {
+    bool diverged = false, near_tie = false;
+    std::string what;        // the step, both tokens and the margin
+    std::size_t unwritten = 0;
+    std::string unwritten_at;
+};
+
+SequenceOutcome follow_sequence(const Buffer& out, const std::vector<double>& ref, std::size_t first,
+                                std::size_t steps, double tie_threshold) {
+    SequenceOutcome o;
+    for (std::size_t t = 0; t < steps; ++t) {
+        const std::size_t i = first + t;
+        // Checked past a divergence too: a variant that stops writing is wrong on any path.
+        if (out.dtype == DType::i32 && out.as<std::int32_t>()[i] == kPoisonI32) {
+            if (o.unwritten++ == 0) o.unwritten_at = element_name(out, i);
+            continue;
+        }
+        if (o.diverged) continue;
+        const double got = load_as_double(out, i), want = ref[i], margin = ref[out.count + i];
+        if (got == want) continue;
+        o.diverged = true;
+        o.near_tie = margin < tie_threshold;  // NaN margins are never ties
+        o.what = element_name(out, i) + ": token " + id_str(got) + ", oracle " + id_str(want) + " at step " +
+                 std::to_string(t) + " where the fp64 top-2 margin is " + fmt_g(margin) + " (near-tie below " +
+                 fmt_g(tie_threshold) + ")";
+    }
+    return o;
+}
+
+}  // namespace
+
+CheckResult check_token_sequence(const Buffer& out, const std::vector<double>& ref, double tie_threshold) {
+    CheckResult r;
+    r.count = out.count;
+    if (ref.size() != 2 * out.count) {
+        r.ok = false;
+        r.message = out.name + ": a token_sequence oracle holds the ids and then the top-2 margin of every step (" +
+                    std::to_string(2 * out.count) + " values), got " + std::to_string(ref.size()) +
+                    " (build it with mw::token_oracle)";
+        return r;
+    }
+    const std::size_t steps = out.dims.empty() ? out.count : static_cast<std::size_t>(out.dims.back());
+    const std::size_t rows = steps ? out.count / steps : 0;
+    std::ostringstream fails, ties;
+    std::size_t unwritten = 0;
+    for (std::size_t row = 0; row < rows; ++row) {
+        const SequenceOutcome o = follow_sequence(out, ref, row * steps, steps, tie_threshold);
+        if (o.unwritten && unwritten < 3) fails << "\n    " << o.unwritten_at << " was never written (still poison)";
+        unwritten += o.unwritten;
+        if (!o.diverged) continue;
+        if (o.near_tie && ++r.near_ties <= 5) ties << "\n    " << o.what;
+        if (!o.near_tie && ++r.mismatches <= 5) fails << "\n    " << o.what << ": a real divergence";
+    }
+    if (r.near_ties)
+        r.note = out.name + ": " + std::to_string(r.near_ties) + " sequence(s) diverged at a near-tie step and " +
+                 "were compared only up to it" + ties.str();
+    r.ok = r.mismatches == 0 && unwritten == 0;
+    if (r.ok) return r;
+    std::ostringstream msg;
+    msg << out.name << ": ";
+    if (r.mismatches)
+        msg << r.mismatches << " of " << rows << " sequence(s) diverge from the oracle at a step that is not a near-tie";
+    if (r.mismatches && unwritten) msg << "; ";
+    if (unwritten) msg << unwritten << " token(s) never written";
+    r.message = msg.str() + fails.str();
+    return r;
+}
+
+// ------------------------------------------------------------ distributions
+
+namespace {
+
+// Lower regularized gamma P(a, x) by its series (converges for x < a + 1).
+double gamma_p_series(double a, double x) {
+    double term = 1.0 / a, sum = term;
+    for (int n = 1; n < 1000000; ++n) {
+        term *= x / (a + n);
+        sum += term;
+        if (std::fabs(term) < std::fabs(sum) * 1e-16) break;
+    }
+    return sum * std::exp(-x + a * std::log(x) - std::lgamma(a));
+}
+
+// Upper regularized gamma Q(a, x) by its continued fraction (modified
+// Lentz), accurate in relative terms even for tiny Q (x >= a + 1).
+double gamma_q_fraction(double a, double x) {
+    constexpr double tiny = 1e-300;
+    double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+    for (int i = 1; i < 1000000; ++i) {
+        const double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (std::fabs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (std::fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        const double delta = d * c;
+        h *= delta;
+        if (std::fabs(delta - 1) < 1e-16) break;
+    }
+    return std::exp(-x + a * std::log(x) - std::lgamma(a)) * h;
+}
+
+}  // namespace
+
+double gamma_q(double a, double x) {
+    if (!(a > 0)) throw std::invalid_argument("gamma_q: a must be positive");
+    if (!(x > 0)) return 1.0;
+    if (x < a + 1) return std::clamp(1.0 - gamma_p_series(a, x), 0.0, 1.0);
+    return std::clamp(gamma_q_fraction(a, x), 0.0, 1.0);
+}
+
+double chi_square_sf(double stat, double dof) {
+    if (dof <= 0) return 1.0;
+    return gamma_q(dof / 2, stat / 2);
+}
+
+namespace {
+
+// Observed counts per category from counts or samples; empty + message on a bad one.
+std::vector<double> observed_counts(const Buffer& out, std::size_t K, std::string& bad) {
+    std::vector<double> obs(K, 0.0);
+    const bool counts = out.count == K;
+    for (std::size_t i = 0; i < out.count; ++i) {
+        // Equal poison everywhere would look like a perfectly uniform sampler.
+        if (out.dtype == DType::i32 && out.as<std::int32_t>()[i] == kPoisonI32) {
+            bad = element_name(out, i) + " was never written (still poison)";
+            return {};
+        }
+        const double v = load_as_double(out, i);
+        const bool integral = std::isfinite(v) && v == std::floor(v);
+        if (counts && (!integral || v < 0)) {
+            bad = element_name(out, i) + " = " + fmt_g(v) + " is not a count";
+            return {};
+        }
+        if (!counts && (!integral || v < 0 || v >= double(K))) {
+            bad = element_name(out, i) + " = " + fmt_g(v) + " is not a category id in [0, " + std::to_string(K) + ")";
+            return {};
+        }
+        if (counts) obs[i] = v;
+        else obs[static_cast<std::size_t>(v)] += 1;
+    }
+    return obs;
+}
+
+struct Bin {
+    double observed = 0, expected = 0;
+    std::vector<std::size_t> categories;
+};
+
+// One bin per category expected at least 5 times; the rest pooled into one
+// bin, itself merged into the smallest bin while it is still under 5 (the
+// chi-square approximation needs expected counts of about 5 or more).
+std::vector<Bin> pool(const std::vector<double>& obs, const std::vector<double>& expected) {
+    std::vector<Bin> bins;
+    Bin small;
+    for (std::size_t c = 0; c < obs.size(); ++c) {
+        if (expected[c] <= 0) continue;
+        Bin& b = expected[c] >= 5 ? bins.emplace_back() : small;
+        b.observed += obs[c];
+        b.expected += expected[c];
+        b.categories.push_back(c);
+    }
+    if (small.categories.empty()) return bins;
+    if (small.expected < 5 && !bins.empty()) {
+        auto it = std::min_element(bins.begin(), bins.end(),
+                                   [](const Bin& a, const Bin& b) { return a.expected < b.expected; });
+        it->observed += small.observed;
+        it->expected += small.expected;
+        it->categories.insert(it->categories.end(), small.categories.begin(), small.categories.end());
+    } else {
+        bins.push_back(small);
+    }
+    return bins;
+}
+
+std::string bin_name(const Bin& b) {
+    if (b.categories.size() == 1) return "category " + std::to_string(b.categories[0]);
+    return "pooled categories (" + std::to_string(b.categories.size()) + ", from " +
+           std::to_string(b.categories.front()) + ")";
+}
+
+// The failed test, and the three bins that pull its statistic most
+// (largest standardized residuals).
+std::string describe_misfit(const StatTest& t, const std::vector<Bin>& bins) {
+    std::vector<const Bin*> order;
+    for (const Bin& b : bins) order.push_back(&b);
+    auto z = [](const Bin* b) { return (b->observed - b->expected) / std::sqrt(b->expected); };
+    std::sort(order.begin(), order.end(), [&](auto* a, auto* b) { return std::fabs(z(a)) > std::fabs(z(b)); });
+    std::ostringstream msg;
+    msg << "chi-square " << fmt_g(t.statistic) << " with " << t.dof << " dof over " << fmt_g(t.samples)
+        << " samples: p = " << fmt_g(t.p_value) << " < alpha " << fmt_g(t.alpha)
+        << ", the samples do not follow the oracle's distribution";
+    for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
+        char line[200];
+        std::snprintf(line, sizeof line, "\n    %s: %.0f drawn, %.1f expected (%+.1f sigma)",
+                      bin_name(*order[i]).c_str(), order[i]->observed, order[i]->expected, z(order[i]));
+        msg << line;
+    }
+    return msg.str();
+}
+
+}  // namespace
+
+CheckResult check_distribution(const Buffer& out, const std::vector<double>& probs, double alpha) {
+    CheckResult r;
+    r.count = out.count;
+    auto fail = [&](const std::string& why) {
+        r.ok = false;
+        r.message = out.name + ": " + why;
+        return r;
+    };
+    const std::size_t K = probs.size();
+    double total_p = 0;
+    for (double p : probs) {
+        if (!(p >= 0) || !std::isfinite(p)) return fail("the oracle gives a probability that is negative or not finite");
+        total_p += p;
+    }
+    if (K == 0 || std::fabs(total_p - 1) > 1e-9)
+        return fail("the oracle's probabilities sum to " + fmt_g(total_p) + ", not 1 (an oracle bug)");
+    std::string bad;
+    const std::vector<double> obs = observed_counts(out, K, bad);
+    if (!bad.empty()) return fail(bad);
+    const double N = std::accumulate(obs.begin(), obs.end(), 0.0);
+    if (N <= 0) return fail("no samples");
+    for (std::size_t c = 0; c < K; ++c)
+        if (probs[c] == 0 && obs[c] > 0)
+            return fail("category " + std::to_string(c) + " has probability 0 but was drawn " + fmt_g(obs[c]) +
+                        " time(s)");
+
+    std::vector<double> expected(K);
+    for (std::size_t c = 0; c < K; ++c) expected[c] = N * probs[c] / total_p;
+    const std::vector<Bin> bins = pool(obs, expected);
+    StatTest t{.output = out.name, .alpha = alpha, .samples = N};
+    t.categories = int(std::count_if(probs.begin(), probs.end(), [](double p) { return p > 0; }));
+    t.bins = int(bins.size());
+    t.dof = std::max(0, t.bins - 1);
+    for (const Bin& b : bins) t.statistic += (b.observed - b.expected) * (b.observed - b.expected) / b.expected;
+    t.p_value = chi_square_sf(t.statistic, t.dof);
+    r.stat_tests.push_back(t);
+    if (t.p_value >= alpha) return r;
+    r.mismatches = 1;
+    return fail(describe_misfit(t, bins));
+}
+
 void apply_baseline_rule(CheckResult& r, double naive_rel_fro, double factor, DType dtype, double L) {
     if (factor <= 0 || !r.ok) return;
     const double floor = unit_roundoff(dtype) * std::sqrt(std::max(1.0, L));
@@ -164,20 +450,57 @@ void apply_baseline_rule(CheckResult& r, double naive_rel_fro, double factor, DT
     }
 }
 
+namespace {
+
+CheckResult check_output(const Op& op, const Problem& p, const Buffer& out, const std::vector<double>& ref, double L) {
+    switch (op.check.mode_for(out.name)) {
+        case CheckMode::exact: return check_exact(out, ref);
+        case CheckMode::token_sequence:
+            return check_token_sequence(out, ref, near_tie_threshold(op.check, p.dtype, L));
+        case CheckMode::distribution: return check_distribution(out, ref, op.check.alpha);
+        case CheckMode::tolerance: break;
+    }
+    return check_close(out, ref, out.dtype, L, op.check.tolerance_scale);
+}
+
+// A per_output entry naming no output is a typo in the op: say so rather
+// than check that output with the default mode.
+std::string unknown_per_output(const Op& op, const Problem& p) {
+    for (auto& [name, mode] : op.check.per_output) {
+        bool found = false;
+        for (auto& b : p.outputs) found = found || b.name == name;
+        if (!found) {
+            std::string names;
+            for (auto& b : p.outputs) names += (names.empty() ? "" : ", ") + b.name;
+            return "op " + op.name + ": check.per_output names '" + name + "', which is not an output (outputs: " +
+                   names + ")";
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
 CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std::vector<double>>& oracle) {
     CheckResult total;
+    if (auto err = unknown_per_output(op, p); !err.empty()) {
+        total.ok = false;
+        total.message = err;
+        return total;
+    }
     const double L = op.check.reduction_length ? op.check.reduction_length(p.shape) : 1.0;
     for (std::size_t k = 0; k < p.outputs.size(); ++k) {
         const Buffer& out = p.outputs[k];
-        CheckResult r = op.check.mode == CheckMode::exact
-                            ? check_exact(out, oracle.at(k))
-                            : check_close(out, oracle.at(k), out.dtype, L, op.check.tolerance_scale);
+        CheckResult r = check_output(op, p, out, oracle.at(k), L);
         total.count += r.count;
         total.mismatches += r.mismatches;
         total.nonfinite += r.nonfinite;
         total.max_abs = std::max(total.max_abs, r.max_abs);
         total.max_rel = std::max(total.max_rel, r.max_rel);
         total.rel_fro = std::max(total.rel_fro, r.rel_fro);
+        total.near_ties += r.near_ties;
+        if (!r.note.empty()) total.note += (total.note.empty() ? "" : "\n") + r.note;
+        total.stat_tests.insert(total.stat_tests.end(), r.stat_tests.begin(), r.stat_tests.end());
         if (!r.ok) {
             total.ok = false;
             total.message += (total.message.empty() ? "" : "\n") + r.message;

@@ -23,6 +23,8 @@ void on_free(void* p) {
     if (p) g_live.fetch_sub(malloc_usable_size(p), std::memory_order_relaxed);
 }
 
+}  // namespace
+
 void* allocate(std::size_t n, std::size_t align) {
     void* p = align <= alignof(std::max_align_t) ? std::malloc(n ? n : 1)
                                                  : std::aligned_alloc(align, ((n ? n : 1) + align - 1) / align * align);
@@ -30,11 +32,10 @@ void* allocate(std::size_t n, std::size_t align) {
     on_alloc(p);
     return p;
 }
-void release(void* p) {
+void release(void* p) noexcept {
     on_free(p);
     std::free(p);
 }
-}  // namespace
 
 std::size_t live_bytes() { return g_live.load(); }
 std::size_t reset_peak() {

@@ -1,11 +1,12 @@
-// `memwall plot`: one roofline and one speedup chart per (lever, op,
-// backend, shape), drawn by gnuplot from a results file.
+// `memwall plot`: one roofline, one speedup and one memory chart per
+// (lever, op, backend, shape), drawn by gnuplot from a results file.
 //
 // Roofline: log-log, x = arithmetic intensity (FLOP/byte), y = GFLOP/s.
 // Measured roofs are solid (DRAM triad thick, cache levels thin, compute
 // peak thick); spec-sheet roofs of GPUs dashed. Each variant is a point;
 // an arrow runs from the naive rung to the fastest optimized variant.
 // Speedup: one bar per variant (speedup_vs_naive), vendor bar coloured apart.
+// Memory: one bar per variant (peak_bytes), when the results record it.
 //
 // Each figure is a .gp script plus .dat files in the output folder, run as
 // `gnuplot script.gp` there; both stay, so the figure can be redrawn by hand.
@@ -35,6 +36,7 @@ struct Run {
     std::string variant, role, dtype;
     int rung = 0;
     double intensity = 0, gflops = 0, speedup = 0;
+    double peak_bytes = 0, memory_vs_naive = 0;  // 0: not recorded (older results files)
     bool correct = true;
 };
 
@@ -91,6 +93,8 @@ std::vector<Group> group_runs(const json& results) {
         run.intensity = num(r, "intensity");
         run.gflops = num(r, "gflops");
         run.speedup = num(r, "speedup_vs_naive");
+        run.peak_bytes = num(r, "peak_bytes");
+        run.memory_vs_naive = num(r, "memory_vs_naive");
         run.correct = !r.contains("correct") || !r["correct"].is_boolean() || r["correct"].get<bool>();
         groups[it->second].runs.push_back(run);
     }
@@ -498,62 +502,105 @@ void plot_roofline(const json& results, const Ceilings& c, const Group& grp, con
     if (written) written->push_back(dir / (stem + ".svg")), written->push_back(dir / (stem + ".png"));
 }
 
-// ---------------------------------------------------------------- speedup bars
+// ---------------------------------------------------------------- bar charts
 
-void plot_speedup(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
-    std::vector<Run> bars;
-    for (const auto& r : grp.runs)
-        if (r.speedup > 0) bars.push_back(r);
-    if (bars.empty()) return;
-    double lo = 1, hi = 1;
-    for (const auto& r : bars) lo = std::min(lo, r.speedup), hi = std::max(hi, r.speedup);
+// One bar per variant: the speedup and memory charts differ only in what a
+// bar measures and how it is labelled.
+struct Bar {
+    const Run* run;
+    double value;
+    std::string label;  // printed above the bar
+};
+
+struct BarChart {
+    std::string stem, what, title, ylabel, yformat;
+    std::vector<Bar> bars;
+    double reference = 0;  // > 0: a dashed line at this value (1x, the naive rung's peak)
+};
+
+std::string bar_colour(const Run& r) { return r.role == "vendor" ? kVendor : is_naive(r) ? "#9e9e9e" : "#1f77b4"; }
+
+void draw_bars(const BarChart& c, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
+    double lo = 1e300, hi = 0;
+    for (const auto& b : c.bars) lo = std::min(lo, b.value), hi = std::max(hi, b.value);
+    if (c.reference > 0) lo = std::min(lo, c.reference), hi = std::max(hi, c.reference);
     // Log scale once the bars span more than 20x: a 300x rung would flatten the rest.
     const bool logy = hi / lo > 20;
     const double ybottom = logy ? std::pow(10, std::floor(std::log10(lo / 1.5))) : 0;
     const double ytop = logy ? std::pow(10, std::ceil(std::log10(hi * 3))) : hi * 1.2;
 
-    const std::string stem = "speedup-" + grp.stem;
     std::set<std::string> dtypes;
-    for (const auto& r : bars) dtypes.insert(r.dtype);
+    for (const auto& b : c.bars) dtypes.insert(b.run->dtype);
     const bool show_dtype = dtypes.size() > 1;
     std::ostringstream dat;
-    dat << "# index speedup_vs_naive colour(0xRRGGBB) label variant\n";
-    for (size_t i = 0; i < bars.size(); ++i) {
-        const Run& r = bars[i];
-        const std::string colour = r.role == "vendor" ? kVendor : is_naive(r) ? "#9e9e9e" : "#1f77b4";
-        dat << i << " " << g(r.speedup) << " 0x" << colour.substr(1) << " " << q(fmt(r.speedup) + "x") << " "
-            << q(run_label(r, show_dtype)) << "\n";
+    dat << "# index " << c.what << " colour(0xRRGGBB) label variant\n";
+    for (size_t i = 0; i < c.bars.size(); ++i) {
+        const Bar& b = c.bars[i];
+        dat << i << " " << g(b.value) << " 0x" << bar_colour(*b.run).substr(1) << " " << q(b.label) << " "
+            << q(run_label(*b.run, show_dtype)) << "\n";
     }
-    write_file(dir / (stem + ".dat"), dat.str(), written);
+    write_file(dir / (c.stem + ".dat"), dat.str(), written);
 
     std::ostringstream s;
-    s << "# Speedups of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
-      << ") over the naive rung, written by `memwall plot`.\n# Redraw with: gnuplot " << stem << ".gp\n";
-    s << svg_terminal(stem);
-    s << "set title " << q("Speedup over naive: " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " +
-                           grp.shape + ")\n" + machine_line(results, grp) +
-                           "  |  from best-of-N times measured in the same run")
-      << "\n";
-    s << "set ylabel 'speedup over the naive rung (x)'\nset xlabel 'variant (rung: name)'\n";
-    s << "set xrange [-0.6:" << g(bars.size() - 0.4) << "]\n";
-    if (logy) s << "set logscale y\nset format y '%gx'\n";
-    else s << "set format y '%gx'\n";
+    s << "# " << c.what << " of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
+      << "), written by `memwall plot`.\n# Redraw with: gnuplot " << c.stem << ".gp\n";
+    s << svg_terminal(c.stem);
+    s << "set title " << q(c.title) << "\n";
+    s << "set ylabel '" << c.ylabel << "'\nset xlabel 'variant (rung: name)'\n";
+    s << "set xrange [-0.6:" << g(c.bars.size() - 0.4) << "]\n";
+    if (logy) s << "set logscale y\n";
+    s << "set format y '" << c.yformat << "'\n";
     s << "set yrange [" << g(ybottom) << ":" << g(ytop) << "]\n";
     s << "set grid ytics lc rgb '#e5e5e5'\nset xtics rotate by 25 right nomirror\nset key off\n";
     s << "set style fill solid 0.9 border lc rgb '#333333'\n";
     s << "set bmargin 9\nset rmargin 4\nset lmargin 12\n";
-    s << "set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 dt 2 lc rgb '#555555' back\n";
-    const bool vendor = std::any_of(bars.begin(), bars.end(), [](const Run& r) { return r.role == "vendor"; });
+    if (c.reference > 0)
+        s << "set arrow from graph 0, first " << g(c.reference) << " to graph 1, first " << g(c.reference)
+          << " nohead lw 1.5 dt 2 lc rgb '#555555' back\n";
+    const bool vendor = std::any_of(c.bars.begin(), c.bars.end(), [](const Bar& b) { return b.run->role == "vendor"; });
     s << "set label 101 'optimized rungs' at graph 0.99, graph 0.95 right tc rgb '#1f77b4'\n";
     if (vendor) s << "set label 100 'vendor library' at graph 0.99, graph 0.91 right tc rgb '" << kVendor << "'\n";
     // Bars as explicit boxes so a log axis gets a proper floor.
-    s << "plot '" << stem << ".dat' using 1:2:($1-0.35):($1+0.35):(" << (logy ? g(ybottom) : "0")
+    s << "plot '" << c.stem << ".dat' using 1:2:($1-0.35):($1+0.35):(" << (logy ? g(ybottom) : "0")
       << "):2:3:xtic(5) with boxxyerror lc rgb variable, \\\n"
       << "     '' using 1:2:4 with labels offset 0,0.8 font ',12'\n";
-    s << png_terminal(stem);
-    write_file(dir / (stem + ".gp"), s.str(), written);
-    run_gnuplot(dir, stem + ".gp");
-    if (written) written->push_back(dir / (stem + ".svg")), written->push_back(dir / (stem + ".png"));
+    s << png_terminal(c.stem);
+    write_file(dir / (c.stem + ".gp"), s.str(), written);
+    run_gnuplot(dir, c.stem + ".gp");
+    if (written) written->push_back(dir / (c.stem + ".svg")), written->push_back(dir / (c.stem + ".png"));
+}
+
+std::string chart_title(const std::string& what, const Group& grp) {
+    return what + ": " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " + grp.shape + ")";
+}
+
+void plot_speedup(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
+    BarChart c{"speedup-" + grp.stem, "Speedups", "", "speedup over the naive rung (x)", "%gx", {}, 1.0};
+    for (const auto& r : grp.runs)
+        if (r.speedup > 0) c.bars.push_back({&r, r.speedup, fmt(r.speedup) + "x"});
+    if (c.bars.empty()) return;
+    c.title = chart_title("Speedup over naive", grp) + "\n" + machine_line(results, grp) +
+              "  |  from best-of-N times measured in the same run";
+    draw_bars(c, grp, dir, written);
+}
+
+// Peak memory per variant (inputs and outputs included, see README "Results
+// files"); each bar is labelled with its size and its ratio to the naive
+// rung's peak, whose height the dashed line marks.
+void plot_memory(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
+    constexpr double MiB = 1024.0 * 1024.0;
+    BarChart c{"memory-" + grp.stem, "Peak memory", "", "peak memory (MiB)", "%g", {}, 0};
+    for (const auto& r : grp.runs) {
+        if (r.peak_bytes <= 0) continue;
+        std::string label = fmt(r.peak_bytes / MiB) + " MiB";
+        if (r.memory_vs_naive > 0 && !is_naive(r)) label += " (" + fmt(r.memory_vs_naive) + "x)";
+        c.bars.push_back({&r, r.peak_bytes / MiB, label});
+        if (is_naive(r) && c.reference == 0) c.reference = r.peak_bytes / MiB;
+    }
+    if (c.bars.empty()) return;
+    c.title = chart_title("Peak memory", grp) + "\n" + machine_line(results, grp) +
+              "  |  inputs + outputs + the variant's peak extra over prepare and one call";
+    draw_bars(c, grp, dir, written);
 }
 
 }  // namespace
@@ -567,6 +614,7 @@ void plot_results(const json& results, const fs::path& out_dir, std::vector<fs::
     for (const auto& grp : group_runs(results)) {
         plot_roofline(results, c, grp, out_dir, written);
         plot_speedup(results, grp, out_dir, written);
+        plot_memory(results, grp, out_dir, written);
     }
 }
 

@@ -1,4 +1,4 @@
-// `memwall plot`: rooflines and speedup bars from a results file, drawn by
+// `memwall plot`: rooflines, speedup bars and peak-memory bars from a results file, drawn by
 // gnuplot. The .gp scripts and .dat files stay next to the images so a
 // student can restyle a figure or plot their own numbers into it.
 #pragma once
@@ -19,6 +19,7 @@ bool gnuplot_available();
 // memwall.results/1) writes into `out_dir`
 //   roofline-<lever>-<op>-<backend>[-<shape>].{svg,png,gp,points.dat,roofs.dat}
 //   speedup-<lever>-<op>-<backend>[-<shape>].{svg,png,gp,dat}
+//   memory-<lever>-<op>-<backend>[-<shape>].{svg,png,gp,dat}  (runs with peak_bytes)
 // (the shape suffix only when a (lever, op, backend) has several shapes).
 // Runs whose timings mean nothing (backend cuda-emu, timing_meaningful
 // false) are left out. Every file written is appended to `written`.

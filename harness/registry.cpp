@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "harness/gpu.hpp"
+#include "harness/memtrack.hpp"
 
 namespace mw {
 
@@ -103,9 +104,10 @@ Buffer Buffer::make(std::string name, DType dtype, std::size_t count, std::vecto
     b.count = count;
     std::size_t bytes = b.size_bytes();
     std::size_t alloc = ((bytes + 63) / 64) * 64 + 64;  // never zero, 64-byte multiple
-    void* p = std::aligned_alloc(64, alloc);
-    if (!p) throw std::bad_alloc();
-    b.data = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+    // Through the tracker, so that peak-memory figures see every buffer
+    // (problem inputs, packed copies a variant makes with Buffer::make).
+    void* p = memtrack::allocate(alloc, 64);
+    b.data = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { memtrack::release(q); });
     return b;
 }
 

@@ -84,9 +84,21 @@ struct Problem {
 
 // How the checker compares a candidate output with the oracle (README.md,
 // "How a variant is checked"; harness/check.hpp). Filled in by the op.
-enum class CheckMode { tolerance, exact };
+//   tolerance       floating-point outputs: element-wise and Frobenius bounds
+//   exact           integers, permutations, routing decisions: bit-for-bit
+//   token_sequence  generated token ids (i32): exact, except that a sequence may
+//                   diverge at a step where the fp64 oracle's top-2 logit margin
+//                   is a near-tie; the oracle's vector for such an output is the
+//                   ids followed by the per-step margins (mw::token_oracle)
+//   distribution    a sampler's counts per category (or its samples, as category
+//                   ids) against the oracle's probabilities: Pearson chi-square
+//                   with false-failure probability `alpha`
+enum class CheckMode { tolerance, exact, token_sequence, distribution };
 struct CheckSpec {
     CheckMode mode = CheckMode::tolerance;
+    // Outputs checked another way than `mode`, by output buffer name:
+    // {{"tokens", CheckMode::token_sequence}}. Unlisted outputs use `mode`.
+    std::map<std::string, CheckMode> per_output = {};
     // Length of the reduction behind one output element (K for GEMM); the
     // element-wise tolerance grows with sqrt(reduction_length).
     std::function<double(const Shape&)> reduction_length = [](const Shape&) { return 1.0; };
@@ -97,6 +109,26 @@ struct CheckSpec {
     // Frobenius error vs the oracle must be at most this many times the naive
     // variant's in the same run. 0 = off.
     double baseline_factor = 0.0;
+    // distribution: the probability that a correct sampler fails one check.
+    double alpha = 1e-6;
+    // token_sequence: the magnitude of the logits, in logit units. A step is a
+    // near-tie when its fp64 top-2 margin is below
+    //   rtol(dtype, reduction_length) * tolerance_scale * logit_scale
+    // (rtol as for the tolerance mode, dtype f32 unless the problem is wider).
+    double logit_scale = 1.0;
+
+    CheckMode mode_for(const std::string& output) const {
+        auto it = per_output.find(output);
+        return it == per_output.end() ? mode : it->second;
+    }
+};
+
+// A unit of work for whole-workload ops (a training step, a decode loop, a
+// serving trace): results then carry units/s beside GFLOP/s.
+//   .unit = {"tokens", [](const mw::Shape& s) { return double(s["batch"] * s["steps"]); }}
+struct Unit {
+    std::string name;                               // "tokens", "steps", "requests"; empty = none
+    std::function<double(const Shape&)> per_call;   // units one call of the op processes
 };
 
 struct Op {
@@ -109,6 +141,8 @@ struct Op {
     std::vector<DType> dtypes;      // dtypes the op is defined for
     std::function<double(const Shape&)> flops;
     std::function<double(const Shape&, DType)> compulsory_bytes;
+    // Optional unit of work (tokens, steps, ...); default none.
+    Unit unit = {};
     // Allocates outputs and fills inputs deterministically from the seed.
     std::function<Problem(const Shape&, DType, std::uint64_t seed)> make_problem;
     // The fp64 oracle, one vector per output buffer, in order.
@@ -131,8 +165,15 @@ struct Instance {
     // time in seconds measured with CUDA events (flushing L2 first when
     // `cold`). Null on the CPU, where the harness times run() itself.
     std::function<double(bool cold)> device_time;
-    // Optional: the variant's peak extra memory beyond inputs/outputs, bytes.
+    // Memory the harness's allocation tracker cannot see, bytes: real device
+    // memory (cudaMalloc on a GPU), std::aligned_alloc/malloc/mmap, a
+    // library's own allocator. Everything from operator new (std::vector,
+    // make_unique, ...) and Buffer::make is tracked and must not be declared.
     std::size_t workspace_bytes = 0;
+    // Optional named counters of the work done (accepted tokens, cache bytes,
+    // dropped tokens, latency percentiles, ...), read once after the timed
+    // calls and the final checked call. Names: letters, digits, '_'.
+    std::function<std::map<std::string, double>()> counters;
 };
 
 struct Variant {
@@ -147,6 +188,10 @@ struct Variant {
     std::vector<DType> dtypes = {DType::f32};
     // The traffic this variant incurs, bytes (null: the op's compulsory bytes).
     std::function<double(const Shape&, DType)> bytes;
+    // The FLOPs this variant really executes (recomputation, padding, wasted
+    // speculative work); null = the op's useful `flops`. Results report both,
+    // MFU from the useful count and HFU from this one.
+    std::function<double(const Shape&)> executed_flops;
     // Builds the instance; may allocate device memory, pack weights, etc.
     std::function<Instance(Problem&)> prepare;
     // Lossy variants (quantized weights): the function the variant really

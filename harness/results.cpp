@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -221,6 +224,98 @@ std::string group_key(const nlohmann::json& r) {
            r.value("shape_str", r["shape"].dump());
 }
 
+
+// Columns a group shows only when one of its runs has the field: results
+// files from before these fields existed keep their old tables.
+struct Column {
+    std::string header;
+    std::function<std::string(const nlohmann::json&)> cell;
+};
+
+bool any_run(const std::vector<const nlohmann::json*>& rows, const std::function<bool(const nlohmann::json&)>& f) {
+    return std::any_of(rows.begin(), rows.end(), [&](const nlohmann::json* r) { return f(*r); });
+}
+
+bool has_number(const nlohmann::json& r, const char* key) { return r.contains(key) && r[key].is_number(); }
+
+std::string bytes_str(double b) {
+    if (b >= 1024.0 * 1024 * 1024) return fmt(b / (1024.0 * 1024 * 1024)) + " GiB";
+    if (b >= 1024.0 * 1024) return fmt(b / (1024.0 * 1024)) + " MiB";
+    if (b >= 1024) return fmt(b / 1024) + " KiB";
+    return fmt(b) + " B";
+}
+
+std::vector<Column> optional_columns(const std::vector<const nlohmann::json*>& rows) {
+    std::vector<Column> cols;
+    auto opt = [](const nlohmann::json& r, const char* key, int prec, const char* suffix) {
+        return fmt_opt(r.value(key, nlohmann::json()), prec, suffix);
+    };
+    if (any_run(rows, [](auto& r) { return has_number(r, "units_per_s"); })) {
+        std::string unit = "units";
+        for (auto* r : rows)
+            if (r->contains("unit")) unit = (*r)["unit"].get<std::string>();
+        cols.push_back({unit + "/s", [=](auto& r) { return r.value("timing_meaningful", true) ? opt(r, "units_per_s", 4, "") : "—"; }});
+    }
+    if (any_run(rows, [](auto& r) { return has_number(r, "mfu"); }))
+        cols.push_back({"MFU", [=](auto& r) { return opt(r, "mfu", 2, ""); }});
+    // HFU only where some variant executes more than the useful FLOPs.
+    if (any_run(rows, [](auto& r) {
+            return has_number(r, "hfu") && has_number(r, "executed_flops") &&
+                   r["executed_flops"].template get<double>() != r["flops"].template get<double>();
+        }))
+        cols.push_back({"HFU", [=](auto& r) { return opt(r, "hfu", 2, ""); }});
+    if (any_run(rows, [](auto& r) { return has_number(r, "peak_bytes"); })) {
+        cols.push_back({"peak memory", [](auto& r) {
+                            return has_number(r, "peak_bytes") ? bytes_str(r["peak_bytes"].template get<double>()) : "—";
+                        }});
+        cols.push_back({"memory vs naive", [=](auto& r) { return opt(r, "memory_vs_naive", 3, "x"); }});
+    }
+    if (any_run(rows, [](auto& r) { return r.contains("near_ties"); }))
+        cols.push_back({"near-ties", [](auto& r) { return r.contains("near_ties") ? r["near_ties"].dump() : "—"; }});
+    return cols;
+}
+
+// Counters, one column per name any run of the group reports.
+std::string counters_table(const std::vector<const nlohmann::json*>& rows) {
+    std::set<std::string> names;
+    for (auto* r : rows)
+        if (r->contains("counters"))
+            for (auto& [k, v] : (*r)["counters"].items()) names.insert(k);
+    if (names.empty()) return "";
+    std::ostringstream os;
+    os << "\nCounters:\n\n| variant |";
+    for (auto& n : names) os << " " << n << " |";
+    os << "\n|---|";
+    for (std::size_t i = 0; i < names.size(); ++i) os << "---:|";
+    os << "\n";
+    for (auto* r : rows) {
+        if (!r->contains("counters")) continue;
+        os << "| " << (*r)["variant"].get<std::string>() << " |";
+        for (auto& n : names) os << " " << fmt_opt((*r)["counters"].value(n, nlohmann::json()), 6) << " |";
+        os << "\n";
+    }
+    return os.str();
+}
+
+// Goodness-of-fit tests and near-tie notes, one line each.
+std::string check_details(const std::vector<const nlohmann::json*>& rows) {
+    std::ostringstream os;
+    for (auto* r : rows) {
+        const std::string v = (*r)["variant"].get<std::string>();
+        if (r->contains("distribution"))
+            for (auto& [out, t] : (*r)["distribution"].items())
+                os << "- " << v << ", " << out << ": " << t.value("test", "chi-square") << " "
+                   << fmt(t.value("statistic", 0.0)) << " with " << t.value("dof", 0) << " dof over "
+                   << fmt(t.value("samples", 0.0), 6) << " samples, p = " << fmt(t.value("p_value", 0.0))
+                   << " (fails below alpha = " << fmt(t.value("alpha", 0.0)) << ")\n";
+        if (r->value("near_ties", 0) > 0)
+            os << "- " << v << ": " << (*r)["near_ties"] << " sequence(s) diverged from the oracle at a near-tie step "
+               << "(accepted; see check_message)\n";
+    }
+    const std::string s = os.str();
+    return s.empty() ? s : "\nChecks:\n\n" + s;
+}
+
 }  // namespace
 
 std::string report_markdown(const nlohmann::json& doc) {
@@ -249,19 +344,25 @@ std::string report_markdown(const nlohmann::json& doc) {
         groups[k].push_back(&r);
     }
     for (auto& k : order) {
+        const auto& rows = groups[k];
         os << "\n## " << k << "\n\n";
-        const auto& first = *groups[k].front();
-        os << "threads: " << first.value("threads", 1) << "\n\n";
-        os << "| rung | variant | role | time best [median] | samples | GFLOP/s | GB/s | FLOP/B | vs naive | vs vendor | of roof | correct |\n";
-        os << "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
-        for (auto* rp : groups[k]) {
+        os << "threads: " << rows.front()->value("threads", 1) << "\n\n";
+        const auto extra = optional_columns(rows);
+        os << "| rung | variant | role | time best [median] | samples | GFLOP/s | GB/s | FLOP/B | vs naive | vs vendor | of roof";
+        for (auto& c : extra) os << " | " << c.header;
+        os << " | correct |\n|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:";
+        for (std::size_t i = 0; i < extra.size(); ++i) os << "|---:";
+        os << "|---|\n";
+        for (auto* rp : rows) {
             auto& r = *rp;
             const auto& t = r["time_s"];
             const bool meaningful = r.value("timing_meaningful", true);
             os << "| " << r["rung"] << " | " << r["variant"].get<std::string>() << " | "
                << r["role"].get<std::string>() << " | ";
             if (!r.value("ran", true)) {
-                os << "not run: " << r.value("skip_reason", "") << " | | | | | | | | |\n";
+                os << "not run: " << r.value("skip_reason", "") << " | | | | | | | |";
+                for (std::size_t i = 0; i < extra.size(); ++i) os << " |";
+                os << " |\n";
                 continue;
             }
             os << (meaningful ? "" : "(emulated, not meaningful) ") << time_str(t.value("best", t["min"].get<double>()))
@@ -270,20 +371,45 @@ std::string report_markdown(const nlohmann::json& doc) {
                << (meaningful ? fmt(r["gbps"].get<double>()) : "—") << " | " << fmt(r["intensity"].get<double>())
                << " | " << fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") << " | "
                << fmt_opt(r.value("speedup_vs_vendor", nlohmann::json()), 3, "x") << " | "
-               << fmt_opt(r.value("fraction_of_roof", nlohmann::json()), 2) << " | "
-               << (r["correct"].get<bool>() ? "yes" : "**NO**") << " |\n";
+               << fmt_opt(r.value("fraction_of_roof", nlohmann::json()), 2);
+            for (auto& c : extra) os << " | " << c.cell(r);
+            os << " | " << (r["correct"].get<bool>() ? "yes" : "**NO**") << " |\n";
         }
+        os << counters_table(rows) << check_details(rows);
     }
     return os.str();
 }
 
+namespace {
+
+// The distribution test with the lowest p-value of a run (null when none).
+nlohmann::json worst_stat_test(const nlohmann::json& r) {
+    nlohmann::json worst;
+    if (!r.contains("distribution")) return worst;
+    for (auto& [out, t] : r["distribution"].items())
+        if (worst.is_null() || t.value("p_value", 1.0) < worst.value("p_value", 1.0)) worst = t;
+    return worst;
+}
+
+}  // namespace
+
 std::string report_csv(const nlohmann::json& doc) {
     validate_results(doc);
+    std::set<std::string> counters;
+    for (auto& r : doc["runs"])
+        if (r.contains("counters"))
+            for (auto& [k, v] : r["counters"].items()) counters.insert(k);
     std::ostringstream os;
     os << "lever,op,variant,role,backend,rung,dtype,shape,threads,flops,bytes,intensity,time_best_s,time_median_s,"
           "time_min_s,time_max_s,samples,gflops,gbps,correct,max_abs,max_rel,rel_fro,speedup_vs_naive,"
-          "speedup_vs_vendor,fraction_of_roof,timing_meaningful\n";
-    auto num = [](const nlohmann::json& v) { return v.is_null() ? std::string() : fmt(v.get<double>(), 6); };
+          "speedup_vs_vendor,fraction_of_roof,timing_meaningful,unit,units_per_s,executed_flops,mfu,hfu,"
+          "peak_bytes,peak_extra_bytes,memory_vs_naive,near_ties,dist_statistic,dist_dof,dist_p_value";
+    for (auto& c : counters) os << ",counter:" << c;
+    os << "\n";
+    auto num = [](const nlohmann::json& v) { return v.is_number() ? fmt(v.get<double>(), 6) : std::string(); };
+    auto field = [&](const nlohmann::json& r, const char* key) {
+        return r.is_object() ? num(r.value(key, nlohmann::json())) : std::string();
+    };
     for (auto& r : doc["runs"]) {
         const auto& t = r["time_s"];
         os << r["lever"].get<std::string>() << "," << r["op"].get<std::string>() << ","
@@ -294,10 +420,17 @@ std::string report_csv(const nlohmann::json& doc) {
            << num(t["median"]) << "," << num(t["min"]) << "," << num(t["max"]) << "," << t["samples"] << ","
            << num(r["gflops"]) << "," << num(r["gbps"]) << "," << (r["correct"].get<bool>() ? "true" : "false")
            << "," << num(r["error"]["max_abs"]) << "," << num(r["error"]["max_rel"]) << ","
-           << num(r["error"]["rel_fro"]) << "," << num(r.value("speedup_vs_naive", nlohmann::json())) << ","
-           << num(r.value("speedup_vs_vendor", nlohmann::json())) << ","
-           << num(r.value("fraction_of_roof", nlohmann::json())) << ","
-           << (r.value("timing_meaningful", true) ? "true" : "false") << "\n";
+           << num(r["error"]["rel_fro"]) << "," << field(r, "speedup_vs_naive") << ","
+           << field(r, "speedup_vs_vendor") << "," << field(r, "fraction_of_roof") << ","
+           << (r.value("timing_meaningful", true) ? "true" : "false");
+        const nlohmann::json dist = worst_stat_test(r);
+        os << "," << r.value("unit", "") << "," << field(r, "units_per_s") << "," << field(r, "executed_flops") << ","
+           << field(r, "mfu") << "," << field(r, "hfu") << "," << field(r, "peak_bytes") << ","
+           << field(r, "peak_extra_bytes") << "," << field(r, "memory_vs_naive") << "," << field(r, "near_ties")
+           << "," << field(dist, "statistic") << "," << field(dist, "dof") << "," << field(dist, "p_value");
+        for (auto& c : counters)
+            os << "," << (r.contains("counters") ? num(r["counters"].value(c, nlohmann::json())) : std::string());
+        os << "\n";
     }
     return os.str();
 }

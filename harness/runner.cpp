@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <ostream>
 #include <set>
@@ -159,19 +160,30 @@ void poison_outputs(Problem& p) {
     for (auto& b : p.outputs) poison(b);
 }
 
-CheckedRun check_instance(const Op& op, Instance& inst, Problem& p, const std::vector<std::vector<double>>& oracle) {
-    CheckedRun r;
+// One call with poisoned outputs, the outputs then brought to the host.
+void run_once(Instance& inst, Problem& p) {
     poison_outputs(p);
     inst.run();
     inst.sync();
     inst.fetch();
-    CheckResult c = check_problem(op, p, oracle);
+}
+
+CheckedRun to_checked(const CheckResult& c) {
+    CheckedRun r;
     r.correct = c.ok;
     r.max_abs = c.max_abs;
     r.max_rel = c.max_rel;
     r.rel_fro = c.rel_fro;
     r.message = c.message;
+    r.near_ties = c.near_ties;
+    r.note = c.note;
+    r.stat_tests = c.stat_tests;
     return r;
+}
+
+CheckedRun check_instance(const Op& op, Instance& inst, Problem& p, const std::vector<std::vector<double>>& oracle) {
+    run_once(inst, p);
+    return to_checked(check_problem(op, p, oracle));
 }
 
 std::vector<std::size_t> input_hashes(const Problem& p) {
@@ -190,10 +202,273 @@ CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::
     return check_instance(op, inst, p, oracle);
 }
 
+double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype) {
+    if (backend == Backend::cuda_emu) return 0;  // an emulated GPU has no peak
+    if (backend == Backend::cpu) return peak_gflops(c, to_string(dtype));
+    const std::string want = to_string(dtype);
+    double best = 0;
+    for (const auto& p : c.gpu_peaks) {
+        const bool same = p.dtype == want || (want == "f32" && p.dtype == "fp32") ||
+                          (want == "f16" && p.dtype == "fp16") || (want == "f64" && p.dtype == "fp64") ||
+                          (want == "i8" && p.dtype == "int8");
+        if (same) best = std::max(best, p.gflops);
+    }
+    return best;
+}
+
+std::size_t problem_bytes(const Problem& p) {
+    std::size_t n = 0;
+    for (const auto* list : {&p.inputs, &p.outputs})
+        for (const Buffer& b : *list) n += b.size_bytes();
+    return n;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// The fields every row has, whether it ran or not.
+json base_row(const Op& op, const Variant& v, const RunPlan& plan, const RunRequest& req, int threads) {
+    const double flops = op.flops(plan.shape);
+    const double bytes = v.bytes ? v.bytes(plan.shape, plan.dtype) : op.compulsory_bytes(plan.shape, plan.dtype);
+    json r = {{"lever", op.lever}, {"op", op.name}, {"variant", v.name}, {"role", to_string(v.role)},
+              {"backend", to_string(v.backend)}, {"rung", v.rung}, {"dtype", to_string(plan.dtype)},
+              {"shape", plan.shape.axes}, {"shape_str", plan.shape.str()}, {"threads", threads},
+              {"flops", flops}, {"bytes", bytes}, {"intensity", bytes > 0 ? flops / bytes : 0.0},
+              {"compulsory_bytes", op.compulsory_bytes(plan.shape, plan.dtype)},
+              {"rationale", v.rationale}, {"source", v.source}, {"requires", v.needs},
+              {"seed", req.seed}, {"timing_meaningful", v.backend != Backend::cuda_emu}};
+    r["executed_flops"] = v.executed_flops ? v.executed_flops(plan.shape) : flops;
+    if (!op.unit.name.empty() && op.unit.per_call) {
+        r["unit"] = op.unit.name;
+        r["units_per_call"] = op.unit.per_call(plan.shape);
+    }
+    return r;
+}
+
+void mark_not_timed(json& r) {
+    r["time_s"] = {{"median", 0}, {"min", 0}, {"max", 0}, {"best", 0}, {"samples", 0}};
+    r["gflops"] = 0;
+    r["gbps"] = 0;
+    r["error"] = {{"max_abs", nullptr}, {"max_rel", nullptr}, {"rel_fro", nullptr}};
+}
+
+// Counter names become JSON keys, CSV columns and lesson placeholders
+// (run:V.counters.NAME): letters, digits and '_' only.
+json counters_json(const Instance& inst) {
+    json out = json::object();
+    if (!inst.counters) return out;
+    for (auto& [name, value] : inst.counters()) {
+        const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+            return std::isalnum(c) || c == '_';
+        });
+        if (!ok) throw std::runtime_error("counter name '" + name + "' is not letters, digits and '_'");
+        out[name] = std::isfinite(value) ? json(value) : json();
+    }
+    return out;
+}
+
+json stat_tests_json(const std::vector<StatTest>& tests) {
+    json out = json::object();
+    for (auto& t : tests)
+        out[t.output] = {{"test", t.test}, {"statistic", t.statistic}, {"dof", t.dof}, {"p_value", t.p_value},
+                         {"alpha", t.alpha}, {"samples", t.samples}, {"categories", t.categories}, {"bins", t.bins}};
+    return out;
+}
+
+// Of the two checked calls' tests, those with the lowest p-value: the row
+// shows the call that came closer to failing.
+const std::vector<StatTest>& less_likely(const std::vector<StatTest>& a, const std::vector<StatTest>& b) {
+    auto min_p = [](const std::vector<StatTest>& t) {
+        double p = 2;
+        for (auto& x : t) p = std::min(p, x.p_value);
+        return p;
+    };
+    return min_p(b) < min_p(a) ? b : a;
+}
+
+bool has_mode(const Op& op, const Problem& p, CheckMode m) {
+    return std::any_of(p.outputs.begin(), p.outputs.end(), [&](const Buffer& b) { return op.check.mode_for(b.name) == m; });
+}
+
+// Rates from the best-of-N time: useful and executed FLOP/s, MFU and HFU
+// against the calibrated peak of the dtype, units/s.
+void add_rates(json& r, double best, double peak) {
+    const bool timed = best > 0;
+    const double flops = r["flops"].get<double>(), executed = r["executed_flops"].get<double>();
+    r["gflops"] = timed ? flops / best / 1e9 : 0.0;
+    r["gbps"] = timed ? r["bytes"].get<double>() / best / 1e9 : 0.0;
+    r["executed_gflops"] = timed ? executed / best / 1e9 : 0.0;
+    const bool meaningful = timed && r["timing_meaningful"].get<bool>() && peak > 0;
+    r["mfu_peak_gflops"] = peak > 0 ? json(peak) : json();
+    r["mfu"] = meaningful ? json(r["gflops"].get<double>() / peak) : json();
+    r["hfu"] = meaningful ? json(r["executed_gflops"].get<double>() / peak) : json();
+    if (r.contains("units_per_call")) r["units_per_s"] = timed ? r["units_per_call"].get<double>() / best : 0.0;
+}
+
+void merge_gbench(json& gbench, const std::string& text) {
+    if (text.empty()) return;
+    try {
+        auto j = json::parse(text);
+        if (gbench["context"].is_null()) gbench["context"] = j["context"];
+        for (auto& b : j["benchmarks"]) gbench["benchmarks"].push_back(b);
+    } catch (...) {
+    }
+}
+
+// What one variant shares with the others of its (op, shape, dtype).
+struct Group {
+    const Op& op;
+    const RunPlan& plan;
+    Problem& problem;
+    const std::vector<std::vector<double>>& oracle;
+    const std::vector<std::size_t>& input_hashes;
+    double naive_rel_fro = -1;
+};
+
+// The first call, inside the memory window: the tracked heap's growth over
+// prepare and this call (the oracles are computed before, the check after),
+// plus the memory the variant declares the tracker cannot see. peak_bytes
+// adds the problem's inputs and outputs, which every variant of the group shares.
+Instance prepare_and_run_once(const Variant& v, Problem& p, json& r) {
+    const std::size_t heap_before = memtrack::reset_peak();
+    Instance inst = v.prepare(p);
+    run_once(inst, p);
+    const std::size_t extra = memtrack::peak_bytes() - heap_before + inst.workspace_bytes;
+    r["problem_bytes"] = problem_bytes(p);
+    r["peak_extra_bytes"] = extra;
+    r["peak_bytes"] = problem_bytes(p) + extra;
+    return inst;
+}
+
+TimingStats time_variant(const Variant& v, const Group& g, const RunRequest& req, Instance& inst, json& gbench) {
+    TimingOptions topt = req.timing;
+    topt.cold = req.cold;
+    if (v.backend == Backend::cuda_emu) {  // emulated: one timed call is all it's worth
+        topt.min_samples = topt.max_samples = 1;
+        topt.budget_s = 0;
+    }
+    std::string gb;
+    const TimingStats t = time_instance(
+        g.op.name + "/" + v.name + "/" + to_string(v.backend) + "/" + g.plan.shape.str(), inst, topt, &gb);
+    merge_gbench(gbench, gb);
+    return t;
+}
+
+// The verdict from both checked calls, the inputs, and the naive variant's
+// error; fills correct, check_message, error, near_ties and distribution.
+void record_verdict(const Variant& v, Group& g, const CheckedRun& before, const CheckedRun& after, json& r) {
+    const Op& op = g.op;
+    const bool inputs_intact = input_hashes(g.problem) == g.input_hashes;
+    const CheckedRun& worst = before.correct ? after : before;
+    CheckResult cr;
+    cr.ok = before.correct && after.correct && inputs_intact;
+    cr.rel_fro = std::max(before.rel_fro, after.rel_fro);
+    std::string message = worst.message;
+    if (!inputs_intact) message += (message.empty() ? "" : "; ") + std::string("the variant modified its inputs");
+    if (cr.ok && v.role != Role::reference && g.naive_rel_fro >= 0 && !v.contract_oracle) {
+        apply_baseline_rule(cr, g.naive_rel_fro, op.check.baseline_factor, g.plan.dtype,
+                            op.check.reduction_length ? op.check.reduction_length(g.plan.shape) : 1.0);
+        if (!cr.ok) message = cr.message;
+    }
+    if (v.role == Role::reference) g.naive_rel_fro = cr.rel_fro;
+    // Near-ties are accepted but never silent: they stay in the message.
+    const std::string& note = before.note.empty() ? after.note : before.note;
+    if (!note.empty()) message += (message.empty() ? "" : "\n") + note;
+    r["correct"] = cr.ok;
+    if (!message.empty()) r["check_message"] = message;
+    r["error"] = {{"max_abs", std::max(before.max_abs, after.max_abs)},
+                  {"max_rel", std::max(before.max_rel, after.max_rel)},
+                  {"rel_fro", cr.rel_fro}};
+    if (has_mode(op, g.problem, CheckMode::token_sequence))
+        r["near_ties"] = std::max(before.near_ties, after.near_ties);
+    if (has_mode(op, g.problem, CheckMode::distribution))
+        r["distribution"] = stat_tests_json(less_likely(before.stat_tests, after.stat_tests));
+}
+
+void report_progress(std::ostream& progress, const json& r, const TimingStats& t) {
+    char line[200];
+    std::snprintf(line, sizeof line, " %s  best %.4g ms, median %.4g ms (%d samples), %.3g GFLOP/s",
+                  r["correct"].get<bool>() ? "correct" : "INCORRECT", t.min * 1e3, t.median * 1e3, t.samples,
+                  r["gflops"].get<double>());
+    progress << line;
+    if (r.contains("units_per_s"))
+        progress << ", " << r["units_per_s"].get<double>() << " " << r["unit"].get<std::string>() << "/s";
+    progress << "\n";
+    if (r.contains("check_message")) progress << "      " << r["check_message"].get<std::string>() << "\n";
+}
+
+// Prepares, checks, times and checks again one variant; fills `r`.
+void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak, json& r, json& gbench,
+                 std::ostream& progress) {
+    const Op& op = g.op;
+    Problem& p = g.problem;
+    // Lossy variants are judged against the function they claim to compute.
+    // Computed before the memory window opens.
+    std::vector<std::vector<double>> contract;
+    if (v.contract_oracle) contract = v.contract_oracle(p);
+    const auto& expected = v.contract_oracle ? contract : g.oracle;
+
+    Instance inst = prepare_and_run_once(v, p, r);
+    const CheckedRun before = to_checked(check_problem(op, p, expected));
+    progress << " checked (" << (before.correct ? "ok" : "WRONG") << "), timing..." << std::flush;
+    const TimingStats t = time_variant(v, g, req, inst, gbench);
+    // Check again after timing: a variant cannot be right once and wrong afterwards.
+    const CheckedRun after = check_instance(op, inst, p, expected);
+    const json counters = counters_json(inst);  // after every call the variant makes here
+    if (v.contract_oracle) {
+        CheckResult exact = check_problem(op, p, g.oracle);
+        r["error_vs_exact"] = {{"max_abs", exact.max_abs}, {"max_rel", exact.max_rel}, {"rel_fro", exact.rel_fro}};
+    }
+    record_verdict(v, g, before, after, r);
+    if (!counters.empty()) r["counters"] = counters;
+    r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
+                   {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
+                   {"cold", t.cold}};
+    add_rates(r, t.min, peak);
+    if (inst.workspace_bytes) r["workspace_bytes"] = inst.workspace_bytes;
+    report_progress(progress, r, t);
+}
+
+// Ratios within one group: speedups from best-of-N times, memory from peaks.
+void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const RunRequest& req, const Ceilings& ceilings) {
+    const json* naive = nullptr;
+    const json* vendor = nullptr;
+    const json* naive_memory = nullptr;
+    for (auto i : rows) {
+        auto& r = runs[i];
+        if (!r.value("ran", false)) continue;
+        if (r["role"] == "reference" && !naive_memory && r.contains("peak_bytes")) naive_memory = &r;
+        if (r["time_s"]["samples"].get<int>() == 0) continue;
+        if (r["role"] == "reference" && !naive) naive = &r;
+        if (r["role"] == "vendor" && (!vendor || r["time_s"]["best"] < (*vendor)["time_s"]["best"])) vendor = &r;
+    }
+    const double naive_best = naive ? (*naive)["time_s"]["best"].get<double>() : 0;
+    const double naive_median = naive ? (*naive)["time_s"]["median"].get<double>() : 0;
+    const double vendor_best = vendor ? (*vendor)["time_s"]["best"].get<double>() : 0;
+    const double naive_peak = naive_memory ? (*naive_memory)["peak_bytes"].get<double>() : 0;
+    for (auto i : rows) {
+        auto& r = runs[i];
+        const double best = r["time_s"]["best"].get<double>();
+        const bool meaningful = r["timing_meaningful"].get<bool>() && best > 0;
+        r["speedup_vs_naive"] = meaningful && naive_best > 0 ? json(naive_best / best) : json();
+        r["speedup_vs_naive_median"] =
+            meaningful && naive_median > 0 ? json(naive_median / r["time_s"]["median"].get<double>()) : json();
+        r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? json(vendor_best / best) : json();
+        const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>()) : 0;
+        r["roof_gflops"] = roof > 0 ? json(roof) : json();
+        r["fraction_of_roof"] = meaningful && roof > 0 ? json(r["gflops"].get<double>() / roof) : json();
+        if (r.contains("peak_bytes"))
+            r["memory_vs_naive"] = naive_peak > 0 ? json(r["peak_bytes"].get<double>() / naive_peak) : json();
+    }
+}
+
+}  // namespace
+
 nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
                          std::ostream& progress) {
     const int threads = req.threads > 0 ? req.threads : hardware_threads();
-    nlohmann::json doc;
+    json doc;
     doc["schema"] = kResultsSchema;
     doc["machine"] = machine_info();
     doc["machine"]["threads"] = threads;
@@ -201,8 +476,8 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     doc["ceilings"]["peak_fp32_gflops"] = peak_gflops(ceilings, "fp32");
     doc["ceilings"]["dram_gbps"] = dram_gbps(ceilings);
     if (!req.command_line.empty()) doc["command"] = req.command_line;
-    doc["runs"] = nlohmann::json::array();
-    nlohmann::json gbench = {{"context", nullptr}, {"benchmarks", nlohmann::json::array()}};
+    doc["runs"] = json::array();
+    json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};
 
     std::size_t total = 0, done = 0;
     for (auto& plan : plans) total += plan.variants.size();
@@ -216,33 +491,19 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
         const auto oracle = op.oracle(p);
         const auto hashes = input_hashes(p);
         progress << " done\n";
-
-        const double flops = op.flops(plan.shape);
+        Group group{op, plan, p, oracle, hashes};
         std::vector<std::size_t> group_rows;
-        double naive_rel_fro = -1;
-        const double L = op.check.reduction_length ? op.check.reduction_length(plan.shape) : 1.0;
 
         for (const Variant* v : plan.variants) {
             ++done;
             progress << "   [" << done << "/" << total << "] " << v->name << " ..." << std::flush;
-            const double bytes = v->bytes ? v->bytes(plan.shape, plan.dtype) : op.compulsory_bytes(plan.shape, plan.dtype);
-            nlohmann::json r = {
-                {"lever", op.lever}, {"op", op.name}, {"variant", v->name}, {"role", to_string(v->role)},
-                {"backend", to_string(v->backend)}, {"rung", v->rung}, {"dtype", to_string(plan.dtype)},
-                {"shape", plan.shape.axes}, {"shape_str", plan.shape.str()}, {"threads", threads},
-                {"flops", flops}, {"bytes", bytes}, {"intensity", bytes > 0 ? flops / bytes : 0.0},
-                {"compulsory_bytes", op.compulsory_bytes(plan.shape, plan.dtype)},
-                {"rationale", v->rationale}, {"source", v->source}, {"requires", v->needs},
-                {"seed", req.seed}, {"timing_meaningful", v->backend != Backend::cuda_emu}};
+            json r = base_row(op, *v, plan, req, threads);
             std::string why;
             if (!runnable_here(*v, &why)) {
                 r["ran"] = false;
                 r["skip_reason"] = why;
                 r["correct"] = false;
-                r["time_s"] = {{"median", 0}, {"min", 0}, {"max", 0}, {"best", 0}, {"samples", 0}};
-                r["gflops"] = 0;
-                r["gbps"] = 0;
-                r["error"] = {{"max_abs", nullptr}, {"max_rel", nullptr}, {"rel_fro", nullptr}};
+                mark_not_timed(r);
                 progress << " not run: " << why << "\n";
                 doc["runs"].push_back(r);
                 continue;
@@ -250,110 +511,17 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
             omp_set_num_threads(threads);
             r["ran"] = true;
             try {
-                // Peak heap growth over prepare + one call: workspaces,
-                // materialized intermediates, packed copies.
-                const std::size_t heap_before = memtrack::reset_peak();
-                Instance inst = v->prepare(p);
-                // Lossy variants are judged against the function they claim to compute.
-                std::vector<std::vector<double>> contract;
-                if (v->contract_oracle) contract = v->contract_oracle(p);
-                const auto& expected = v->contract_oracle ? contract : oracle;
-                CheckedRun before = check_instance(op, inst, p, expected);
-                r["peak_extra_bytes"] = memtrack::peak_bytes() - heap_before + inst.workspace_bytes;
-                TimingStats t;
-                std::string gb;
-                TimingOptions topt = req.timing;
-                topt.cold = req.cold;
-                if (v->backend == Backend::cuda_emu) {  // emulated: one timed call is all it's worth
-                    topt.min_samples = topt.max_samples = 1;
-                    topt.budget_s = 0;
-                }
-                progress << " checked (" << (before.correct ? "ok" : "WRONG") << "), timing..." << std::flush;
-                t = time_instance(op.name + "/" + v->name + "/" + to_string(v->backend) + "/" + plan.shape.str(),
-                                  inst, topt, &gb);
-                // Check again after timing: a variant cannot be right once and wrong afterwards.
-                CheckedRun after = check_instance(op, inst, p, expected);
-                if (v->contract_oracle) {
-                    CheckResult exact = check_problem(op, p, oracle);
-                    r["error_vs_exact"] = {{"max_abs", exact.max_abs}, {"max_rel", exact.max_rel}, {"rel_fro", exact.rel_fro}};
-                }
-                const bool inputs_intact = input_hashes(p) == hashes;
-                CheckedRun& worst = before.correct ? after : before;
-                CheckResult cr;
-                cr.ok = before.correct && after.correct && inputs_intact;
-                cr.rel_fro = std::max(before.rel_fro, after.rel_fro);
-                std::string message = worst.message;
-                if (!inputs_intact) message += (message.empty() ? "" : "; ") + std::string("the variant modified its inputs");
-                if (cr.ok && v->role != Role::reference && naive_rel_fro >= 0 && !v->contract_oracle) {
-                    apply_baseline_rule(cr, naive_rel_fro, op.check.baseline_factor, plan.dtype, L);
-                    if (!cr.ok) message = cr.message;
-                }
-                if (v->role == Role::reference) naive_rel_fro = cr.rel_fro;
-                r["correct"] = cr.ok;
-                if (!message.empty()) r["check_message"] = message;
-                r["error"] = {{"max_abs", std::max(before.max_abs, after.max_abs)},
-                              {"max_rel", std::max(before.max_rel, after.max_rel)},
-                              {"rel_fro", cr.rel_fro}};
-                r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
-                               {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
-                               {"cold", t.cold}};
-                r["gflops"] = t.min > 0 ? flops / t.min / 1e9 : 0.0;
-                r["gbps"] = t.min > 0 ? bytes / t.min / 1e9 : 0.0;
-                if (inst.workspace_bytes) r["workspace_bytes"] = inst.workspace_bytes;
-                if (!gb.empty()) {
-                    try {
-                        auto j = nlohmann::json::parse(gb);
-                        if (gbench["context"].is_null()) gbench["context"] = j["context"];
-                        for (auto& b : j["benchmarks"]) gbench["benchmarks"].push_back(b);
-                    } catch (...) {
-                    }
-                }
-                char line[160];
-                std::snprintf(line, sizeof line, " %s  best %.4g ms, median %.4g ms (%d samples), %.3g GFLOP/s\n",
-                              cr.ok ? "correct" : "INCORRECT", t.min * 1e3, t.median * 1e3, t.samples,
-                              r["gflops"].get<double>());
-                progress << line;
-                if (!cr.ok) progress << "      " << message << "\n";
+                run_variant(*v, group, req, peak_for_mfu(ceilings, v->backend, plan.dtype), r, gbench, progress);
             } catch (const std::exception& e) {
                 r["correct"] = false;
                 r["check_message"] = std::string("failed to run: ") + e.what();
-                r["time_s"] = {{"median", 0}, {"min", 0}, {"max", 0}, {"best", 0}, {"samples", 0}};
-                r["gflops"] = 0;
-                r["gbps"] = 0;
-                r["error"] = {{"max_abs", nullptr}, {"max_rel", nullptr}, {"rel_fro", nullptr}};
+                mark_not_timed(r);
                 progress << " FAILED: " << e.what() << "\n";
             }
             group_rows.push_back(doc["runs"].size());
             doc["runs"].push_back(r);
         }
-
-        // Speedups: ratios of best-of-N times measured in this run.
-        auto& runs = doc["runs"];
-        const nlohmann::json* naive = nullptr;
-        const nlohmann::json* vendor = nullptr;
-        for (auto i : group_rows) {
-            auto& r = runs[i];
-            if (!r.value("ran", false) || r["time_s"]["samples"].get<int>() == 0) continue;
-            if (r["role"] == "reference" && !naive) naive = &r;
-            if (r["role"] == "vendor" && (!vendor || r["time_s"]["best"] < (*vendor)["time_s"]["best"])) vendor = &r;
-        }
-        const double naive_best = naive ? (*naive)["time_s"]["best"].get<double>() : 0;
-        const double naive_median = naive ? (*naive)["time_s"]["median"].get<double>() : 0;
-        const double vendor_best = vendor ? (*vendor)["time_s"]["best"].get<double>() : 0;
-        for (auto i : group_rows) {
-            auto& r = runs[i];
-            const double best = r["time_s"]["best"].get<double>();
-            const bool meaningful = r["timing_meaningful"].get<bool>() && best > 0;
-            r["speedup_vs_naive"] = meaningful && naive_best > 0 ? nlohmann::json(naive_best / best) : nlohmann::json();
-            r["speedup_vs_naive_median"] = meaningful && naive_median > 0
-                                               ? nlohmann::json(naive_median / r["time_s"]["median"].get<double>())
-                                               : nlohmann::json();
-            r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? nlohmann::json(vendor_best / best) : nlohmann::json();
-            const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>()) : 0;
-            r["roof_gflops"] = roof > 0 ? nlohmann::json(roof) : nlohmann::json();
-            r["fraction_of_roof"] = meaningful && roof > 0 ? nlohmann::json(r["gflops"].get<double>() / roof)
-                                                           : nlohmann::json();
-        }
+        add_group_ratios(doc["runs"], group_rows, req, ceilings);
     }
     doc["gbench"] = gbench;
     return doc;

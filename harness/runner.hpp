@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/ceilings.hpp"
+#include "harness/check.hpp"
 #include "harness/registry.hpp"
 #include "harness/timing.hpp"
 
@@ -64,8 +65,20 @@ struct CheckedRun {
     bool correct = false;
     double max_abs = 0, max_rel = 0, rel_fro = 0;
     std::string message;
+    std::size_t near_ties = 0;          // token_sequence outputs (see harness/check.hpp)
+    std::string note;                   // near-ties named, also when correct
+    std::vector<StatTest> stat_tests;   // distribution outputs
 };
 CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::vector<std::vector<double>>& oracle);
+
+// The peak MFU and HFU are measured against: the calibrated peak of `dtype`
+// on the backend (CPU: the best over thread counts, as on the roofline; a
+// GPU: its measured peak). 0 when none was calibrated, and on cuda-emu.
+double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype);
+
+// Bytes of a problem's inputs and outputs, the part of peak_bytes every
+// variant of a run shares.
+std::size_t problem_bytes(const Problem& p);
 
 // The all-threads roof for an intensity: min(peak, intensity * DRAM).
 double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype = "fp32");

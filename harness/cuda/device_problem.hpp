@@ -195,8 +195,17 @@ Instance device_instance(Problem& p, Launch launch, std::size_t workspace_bytes 
     inst.fetch = [d, outs = p.outputs]() mutable { fetch_outputs(*d, outs); };
 #if !MEMWALL_EMU
     inst.device_time = [d, launch](bool cold) { return time_on_device(*d, launch, cold); };
+    // Device memory is invisible to the host heap tracker: the declared
+    // workspace plus the device copies of the inputs and outputs.
+    std::size_t mirrors = 0;
+    for (const auto* list : {&d->inputs, &d->outputs})
+        for (const DeviceBuffer& b : *list) mirrors += b.bytes;
+    inst.workspace_bytes = workspace_bytes + mirrors;
+#else
+    // Emulated device memory comes from operator new, which the tracker sees
+    // (mirrors and workspaces alike): declaring it again would count it twice.
+    (void)workspace_bytes;
 #endif
-    inst.workspace_bytes = workspace_bytes;
     return inst;
 }
 

@@ -540,15 +540,18 @@ struct GraderError : std::runtime_error {
 // Submission output vs the reference variant's on the same inputs: both are
 // fp32 GEMMs, so each is allowed its own rounding error (scale 2).
 std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref) {
-    if (op.check.mode == CheckMode::exact) {
-        for (std::size_t k = 0; k < sub.outputs.size(); ++k)
+    const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
+    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+        const CheckMode mode = op.check.mode_for(sub.outputs[k].name);
+        if (mode == CheckMode::exact) {
             if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
                 return "output " + sub.outputs[k].name +
                        " differs from the reference's (this exercise is checked exactly)";
-        return {};
-    }
-    const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
-    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+            continue;
+        }
+        // Token sequences and samples were judged against the oracle by their
+        // own rules; the reference's near-ties or random draws are no target.
+        if (mode != CheckMode::tolerance) continue;
         std::vector<double> want(ref.outputs[k].count);
         for (std::size_t i = 0; i < want.size(); ++i) want[i] = load_as_double(ref.outputs[k], i);
         const CheckResult c = check_close(sub.outputs[k], want, sub.outputs[k].dtype, L,

@@ -98,6 +98,13 @@ double best_time(const nlohmann::json& run) {
     return t->get<double>();
 }
 
+double peak_bytes(const nlohmann::json& run) {
+    const auto* b = json_path(run, "peak_bytes");
+    if (!b || !b->is_number() || b->get<double>() <= 0)
+        throw Error("run of '" + run.value("variant", "?") + "' has no peak_bytes (recorded before memory tracking?)");
+    return b->get<double>();
+}
+
 Value run_ref(const std::string& body, const Context& ctx) {
     // variant[@shape].field.path
     std::string variant, shape, field;
@@ -203,7 +210,13 @@ Value model_ref(const std::string& body, const Context& ctx) {
     if (field == "bytes") return bytes;
     if (field == "compulsory_bytes") return compulsory;
     if (field == "intensity") return flops / bytes;
-    throw Error("unknown model field '" + field + "'; valid: flops, bytes, compulsory_bytes, intensity");
+    if (field == "executed_flops") return v->executed_flops ? v->executed_flops(*ctx.shape) : flops;
+    if (field == "units") {
+        if (op->unit.name.empty() || !op->unit.per_call) throw Error("op '" + op->name + "' declares no unit of work");
+        return op->unit.per_call(*ctx.shape);
+    }
+    throw Error("unknown model field '" + field +
+                "'; valid: flops, executed_flops, units, bytes, compulsory_bytes, intensity");
 }
 
 Value resolve_ref(const std::string& ref, const Context& ctx);
@@ -229,7 +242,8 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     if (ref.rfind("machine.", 0) == 0) kind = "machine", body = ref.substr(8);
     // OP::rest: the same reference, about another op of the level.
     if (const auto q = body.find("::"); q != std::string::npos &&
-        (kind == "run" || kind == "speedup" || kind == "model" || kind == "predict" || kind == "shape")) {
+        (kind == "run" || kind == "speedup" || kind == "memory" || kind == "model" || kind == "predict" ||
+         kind == "shape")) {
         Context sub = for_op(ctx, body.substr(0, q));
         if (sub.op != ctx.op) sub.self.clear();
         return resolve_ref(kind + ":" + body.substr(q + 2), sub);
@@ -241,6 +255,13 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         std::string a = body.substr(0, slash), b = body.substr(slash + 1);
         if (a == "self") a = ctx.self;
         return best_time(find_run(ctx, b, "")) / best_time(find_run(ctx, a, ""));
+    }
+    if (kind == "memory") {
+        auto slash = body.find('/');
+        if (slash == std::string::npos) throw Error("memory needs two variants: memory:tiled/naive");
+        std::string a = body.substr(0, slash), b = body.substr(slash + 1);
+        if (a == "self") a = ctx.self;
+        return peak_bytes(find_run(ctx, a, "")) / peak_bytes(find_run(ctx, b, ""));
     }
     if (kind == "ceiling") return ceiling_ref(body, ctx.ceilings);
     if (kind == "machine") {
@@ -266,7 +287,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         throw Error("unknown or empty results field '" + body + "'; valid: path, command");
     }
     throw Error("unknown reference '" + ref +
-                "'; kinds: run:, speedup:, ceiling:, machine., shape:, model:, predict:, results:");
+                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, results:");
 }
 
 // ------------------------------------------------------------ expressions

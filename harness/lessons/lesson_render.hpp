@@ -6,7 +6,13 @@
 //   {{run:simd.gflops}}            a field of a run (dotted path into the run's JSON;
 //                                  run:simd@m=512,n=512,k=512.gflops picks a shape;
 //                                  run:simd.time_ms is time_s.best in ms)
+//                                  Whole-workload fields of a run (README, "Results files"):
+//                                  run:V.units_per_s, run:V.unit, run:V.mfu, run:V.hfu,
+//                                  run:V.executed_flops, run:V.counters.NAME,
+//                                  run:V.peak_bytes, run:V.memory_vs_naive, run:V.near_ties,
+//                                  run:V.distribution.OUTPUT.p_value
 //   {{speedup:simd/naive}}         best time of naive / best time of simd (same shape)
+//   {{memory:tiled/naive}}         peak_bytes of tiled / peak_bytes of naive (same shape)
 //   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_1t_gbps,
 //                                  l1_gbps, l2_gbps, l3_gbps, peak.fp32, peak.fp32.1t,
 //                                  ridge, clock_ghz, flops_per_cycle, l1d_bytes, ...
@@ -14,14 +20,15 @@
 //                                  the results folder (results/<name>/...)
 //   {{shape:k}}                    an axis of the recorded shape
 //   {{model:blocked.intensity}}    a variant's own cost model at that shape:
-//                                  flops, bytes, intensity, compulsory_bytes
+//                                  flops, executed_flops, units (the op's units per
+//                                  call), bytes, intensity, compulsory_bytes
 //   {{predict:simd}}               the step's prediction formula (level.json steps[].predict)
 //   {{results:path}}, {{results:command}}
 //
 // Levels spanning several ops (a step may name its "op" in level.json): a
 // step's section is rendered with that op's runs and recorded shape, and any
-// run:, speedup:, model:, predict: or shape: reference may name another op
-// with "OP::" in front: {{speedup:softmax::row_fused/three_pass}},
+// run:, speedup:, memory:, model:, predict: or shape: reference may name
+// another op with "OP::" in front: {{speedup:softmax::row_fused/three_pass}},
 // {{run:attention::naive.peak_extra_bytes}}, {{shape:softmax::cols}}.
 //
 // Arithmetic: + - * / ( ), min(a,b), max(a,b), bw1(bytes), bwall(bytes) (the

@@ -1,11 +1,12 @@
-// Peak-heap tracking: a materialized buffer shows up, a freed one stops
-// counting, and a window starts at the live size.
+// Peak-heap tracking: a materialized buffer shows up (a std::vector or a
+// Buffer), a freed one stops counting, and a window starts at the live size.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
 #include "harness/memtrack.hpp"
+#include "harness/registry.hpp"
 
 namespace {
 
@@ -32,6 +33,19 @@ TEST(MemTrack, AlignedAllocationsCount) {
     struct alignas(128) Tile { float v[32]; };
     { std::vector<Tile> tiles(1000); tiles[5].v[0] = 1; }
     EXPECT_GE(mw::memtrack::peak_bytes() - base, 1000u * sizeof(Tile));
+}
+
+// Problem buffers and the packed copies variants make are Buffers: a peak
+// that missed them would miss most of a variant's memory.
+TEST(MemTrack, BuffersAreTracked) {
+    const std::size_t base = mw::memtrack::reset_peak();
+    {
+        mw::Buffer b = mw::Buffer::make("big", mw::DType::f32, 4u << 20);  // 16 MiB
+        b.as<float>()[7] = 1;
+        EXPECT_GE(mw::memtrack::live_bytes(), base + (16u << 20));
+    }
+    EXPECT_GE(mw::memtrack::peak_bytes() - base, 16u << 20);
+    EXPECT_LT(mw::memtrack::live_bytes(), base + (1u << 20));  // released through the tracker
 }
 
 }  // namespace

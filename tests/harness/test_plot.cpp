@@ -1,11 +1,12 @@
-// Plots: a real results document becomes a roofline and a speedup chart in
-// both formats, drawn by gnuplot; emulated runs stay out of them.
+// Plots: a real results document becomes a roofline, a speedup and a memory
+// chart in both formats, drawn by gnuplot; emulated runs stay out of them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "harness/plot.hpp"
+#include "harness/results.hpp"
 #include "harness/runner.hpp"
 
 namespace fs = std::filesystem;
@@ -33,7 +34,8 @@ TEST(Plot, WritesRooflineAndSpeedupAsSvgAndPng) {
     std::vector<fs::path> written;
     mw::plot_results(doc, dir, &written);
     for (const char* name : {"roofline-vectorization-gemm-cpu.svg", "roofline-vectorization-gemm-cpu.png",
-                             "speedup-vectorization-gemm-cpu.svg", "speedup-vectorization-gemm-cpu.png"}) {
+                             "speedup-vectorization-gemm-cpu.svg", "speedup-vectorization-gemm-cpu.png",
+                             "memory-vectorization-gemm-cpu.svg", "memory-vectorization-gemm-cpu.png"}) {
         ASSERT_TRUE(fs::exists(dir / name)) << name;
         EXPECT_GT(fs::file_size(dir / name), 1000u) << name;
     }
@@ -62,6 +64,20 @@ TEST(Plot, EmulatedRunsAreLeftOut) {
     std::vector<fs::path> written;
     mw::plot_results(doc, dir, &written);
     EXPECT_TRUE(written.empty());
+    fs::remove_all(dir);
+}
+
+// A results file recorded before peak memory was: roofline and speedup
+// charts as before, and no memory chart.
+TEST(Plot, OlderResultsGetNoMemoryChart) {
+    if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
+    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/xeon-kvm-2c/vectorization-cpu.json");
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-old-" + std::to_string(::getpid()));
+    std::vector<fs::path> written;
+    mw::plot_results(doc, dir, &written);
+    EXPECT_TRUE(fs::exists(dir / "roofline-vectorization-gemm-cpu.svg"));
+    EXPECT_TRUE(fs::exists(dir / "speedup-vectorization-gemm-cpu.svg"));
+    for (auto& w : written) EXPECT_EQ(w.filename().string().rfind("memory-", 0), std::string::npos) << w;
     fs::remove_all(dir);
 }
 
