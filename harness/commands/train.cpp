@@ -187,7 +187,7 @@ int run_train(const TrainCliOptions& o) {
     if (gnuplot_available())
         plot_lines(dir, "loss-" + o.name,
                    "Training the model stack (" + std::to_string(model::param_count(o.config)) + " parameters) on " +
-                       std::string(doc["machine"].value("cpu", "this CPU")),
+                       std::string(doc["machine"].value("cpu_model", "this CPU")),
                    "step", "cross-entropy (nats per byte)", series);
     std::printf("trained %lld steps in %s: %.0f tokens/s, %.1f GFLOP/s = %.1f%% MFU; validation loss %.3f nats/byte\n",
                 (long long)state.opt.step, hms(wall).c_str(), step_tokens / per_step, step_flops / per_step / 1e9,

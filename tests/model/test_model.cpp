@@ -4,15 +4,12 @@
 // cache), and the fp32 training step against the fp64 reference.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
 
 #include "harness/check.hpp"
 #include "kernels/model/model_cpu.hpp"
-#include "kernels/model/trainer.hpp"
-#include "reference/model/corpus.hpp"
 #include "reference/model/model.hpp"
 
 namespace {
@@ -202,40 +199,4 @@ TEST(ModelFp32, DecoderMatchesReferenceStepByStep) {
         dec.reset();
         EXPECT_NO_THROW(dec.step(0));
     }
-}
-
-TEST(ModelSpeed, DISABLED_DefaultStep) {
-    Config c;
-    const int B = 16, T = 256;
-    auto p = mw::model::init_params(c, 1);
-    std::vector<float> g(p.size());
-    std::vector<int> x(B * T), y(B * T);
-    for (int i = 0; i < B * T; ++i) x[i] = i % 97, y[i] = (i * 7) % 101;
-    mw::model::cpu::TrainStep s(c, B, T);
-    for (int r = 0; r < 4; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        s.forward_backward(p.data(), g.data(), x.data(), y.data());
-        double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("step %.3f s  %.1f GFLOP/s\n", dt, 3 * mw::model::forward_flops(c, T) * B / dt / 1e9);
-    }
-}
-
-// Convergence probe (run by hand): MW_STEPS, MW_LR.
-TEST(ModelSpeed, DISABLED_TrainProbe) {
-    const auto corpus = mw::model::load_corpus();
-    const auto tr = mw::model::to_tokens(corpus.train), va = mw::model::to_tokens(corpus.validation);
-    mw::model::TrainOptions o;
-    o.steps = std::getenv("MW_STEPS") ? std::atoi(std::getenv("MW_STEPS")) : 300;
-    o.lr = std::getenv("MW_LR") ? float(std::atof(std::getenv("MW_LR"))) : 3e-3f;
-    o.min_lr = o.lr / 10;
-    o.eval_every = 50;
-    mw::model::Trainer t(o, tr, va);
-    mw::model::TrainState s(Config{}, 1);
-    auto t0 = std::chrono::steady_clock::now();
-    t.run(s, o.steps, [&](const mw::model::StepRecord& r) {
-        if (r.step % 10 == 0) std::printf("step %lld loss %.3f gn %.2f %.2fs\n", (long long)r.step, r.loss, r.grad_norm, r.seconds);
-        std::fflush(stdout);
-        return true; },
-        [&](const mw::model::EvalRecord& e) { std::printf("eval %lld train %.3f val %.3f (%.0f s)\n", (long long)e.step, e.train_loss, e.val_loss,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); std::fflush(stdout); });
 }
