@@ -149,14 +149,27 @@ void fp32_step_check(const Config& c, int B, int T) {
     const double loss32 = step.forward_backward(p32.data(), g32.data(), tokens.data(), targets.data());
     EXPECT_EQ(loss_f, loss32);
     EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64));
-    auto rel_fro = [](const float* a, const double* b, std::size_t n) {
+    // Logits: the standard element-wise tolerance (harness/check.hpp) with
+    // the longest reduction chain behind a logit, every block's MLP.
+    mw::Buffer z = mw::Buffer::make("logits", mw::DType::f32, z32.size(), {B * T, c.vocab});
+    std::copy(z32.begin(), z32.end(), z.as<float>());
+    const auto zr = mw::check_close(z, logits64, mw::DType::f32, double(c.d_ff) * c.layers);
+    EXPECT_TRUE(zr.ok) << zr.message;
+    // Gradients are sums over every token of signed terms, so single
+    // elements can cancel to nearly nothing: judge each tensor by the
+    // tolerance model's norm rule, ||g32 - g64|| / ||g64|| <= rtol, with the
+    // reduction grown by the B*T tokens summed into it.
+    const double rtol = mw::default_tolerance(mw::DType::f32, double(B) * T * c.d_ff * c.layers, 1.0).rtol;
+    for (const auto& t : mw::model::layout(c)) {
         double e = 0, r = 0;
-        for (std::size_t i = 0; i < n; ++i) e += (a[i] - b[i]) * (a[i] - b[i]), r += b[i] * b[i];
-        return r > 0 ? std::sqrt(e / r) : std::sqrt(e);  // a zero gradient (T = 1: q, k) must come out zero
-    };
-    EXPECT_LT(rel_fro(z32.data(), logits64.data(), z32.size()), 1e-5) << "logits";
-    for (const auto& t : mw::model::layout(c))
-        EXPECT_LT(rel_fro(g32.data() + t.offset, g64.data() + t.offset, t.count), 1e-4) << "gradient of " << t.name;
+        for (std::size_t i = t.offset; i < t.offset + t.count; ++i)
+            e += (g32[i] - g64[i]) * (g32[i] - g64[i]), r += g64[i] * g64[i];
+        if (r == 0) {  // a zero gradient (T = 1: q and k) must come out zero
+            EXPECT_EQ(e, 0) << "gradient of " << t.name;
+            continue;
+        }
+        EXPECT_LE(std::sqrt(e / r), rtol) << "gradient of " << t.name << " at B = " << B << ", T = " << T;
+    }
 }
 
 TEST(ModelFp32, TrainStepMatchesReferenceOddShapes) {
