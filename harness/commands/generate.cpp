@@ -30,6 +30,7 @@
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 #include "kernels/model/model_cpu.hpp"
+#include "kernels/model/sampling.hpp"
 #include "reference/model/checkpoint.hpp"
 #include "reference/model/corpus.hpp"
 #include "reference/model/model.hpp"
@@ -58,25 +59,6 @@ precision::QuantSpec parse_weights(const std::string& w) {
     if (w == "int8") return {Format::int8_channel};
     if (w == "int4") return {Format::int4, 64, false};
     throw UsageError("--weights " + w + ": unknown format (choices: f32, bf16, f16, int8, int4)");
-}
-
-// Token `i` of the continuation: greedy (first maximum) at temperature 0,
-// else a draw from softmax(z / T) over the top-k logits (all when k = 0),
-// from a seeded hash of (seed, i) so a run is reproducible.
-int pick(const float* z, int V, double temperature, int top_k, std::uint64_t seed, int i) {
-    if (temperature <= 0) return int(std::max_element(z, z + V) - z);
-    std::vector<int> idx(static_cast<std::size_t>(V));
-    std::iota(idx.begin(), idx.end(), 0);
-    const int k = top_k > 0 ? std::min(top_k, V) : V;
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) { return z[a] > z[b]; });
-    std::vector<double> p(static_cast<std::size_t>(k));
-    double sum = 0;
-    for (int j = 0; j < k; ++j) sum += p[std::size_t(j)] = std::exp((z[idx[std::size_t(j)]] - z[idx[0]]) / temperature);
-    const double u = double(mix_seed(seed, "sample" + std::to_string(i)) >> 11) * 0x1.0p-53 * sum;
-    double acc = 0;
-    for (int j = 0; j < k; ++j)
-        if ((acc += p[std::size_t(j)]) > u) return idx[std::size_t(j)];
-    return idx[std::size_t(k - 1)];
 }
 
 std::string printable(const std::vector<int>& t) {
@@ -113,12 +95,12 @@ int run_generate(const GenerateOptions& o) {
     const auto t0 = clock::now();
     const float* z = nullptr;
     for (int t : prompt) z = dec.step(t);
-    out.push_back(pick(z, c.vocab, o.temperature, o.top_k, o.seed, 0));
+    out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, 0));
     const auto t_first = clock::now();
     auto last = t_first;
     for (int i = 1; i < o.tokens; ++i) {
         z = dec.step(out.back());
-        out.push_back(pick(z, c.vocab, o.temperature, o.top_k, o.seed, i));
+        out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, i));
         const auto now = clock::now();
         itl.push_back(std::chrono::duration<double>(now - last).count());
         last = now;
