@@ -1,15 +1,22 @@
 // The KV-cache lever: decoding with and without a cache of past keys and
-// values. So far one op, on the trained model stack (reference/model/):
+// values. So far two ops:
 //
-//   generate: greedy continuation of a prompt by `tokens` tokens
-//   (axes prompt, tokens; unit: generated tokens), checked token by token
-//   against the fp64 oracle with the token-sequence rule (near-ties counted).
+//   generate: greedy continuation of a prompt by `tokens` tokens with the
+//   trained model stack (reference/model/); axes prompt, tokens; unit:
+//   generated tokens; checked token by token against the fp64 oracle with
+//   the token-sequence rule (near-ties counted).
+//   attn_decode: one new query per sequence and head against a long cache
+//   (axes b, heads, kv_heads, ctx, hd): the step that reads the cache, and
+//   what MHA / GQA / MQA change (kv_heads = heads / fewer / 1).
 //
-// The ladder (CPU), each rung one idea:
-//   reference/kv_cache/generate.cpp          rung 0  recompute: each new token runs the whole prefix again
-//   optimized/kv_cache/generate_cache.cpp       1  cache: past keys and values kept, one position per step
+// The ladders (CPU), each rung one idea:
+//   reference/kv_cache/generate.cpp            rung 0  recompute: each new token runs the whole prefix again
+//   optimized/kv_cache/generate_cache.cpp         1  cache: past keys and values kept, one position per step
+//   reference/kv_cache/attn_decode.cpp         rung 0  naive: per query head, three sweeps over its cache
+//   optimized/kv_cache/attn_decode_split.cpp      1  split: KV blocks over threads, one read per group, online-softmax merge
 //
 // Run:   memwall run generate            (prompt 64, tokens 192: the model's whole context)
+//        memwall run attn_decode --cold  (a 512 MiB cache: GQA 32 query heads on 8 key/value heads)
 #pragma once
 
 #include <memory>
@@ -36,6 +43,9 @@ struct DecodeTimes {
     double kv_bytes = 0;
     std::map<std::string, double> counters() const;
 };
+
+// attn_decode: bytes of the K and V cache, read once (8 b ctx kv_heads hd).
+double attn_decode_cache_bytes(const Shape& s);
 
 // FLOPs of one forward pass of the default model over `len` positions.
 double forward_flops(std::int64_t len);
