@@ -139,4 +139,10 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
     return s;
 }
 
+double percentile(std::vector<double> v, double q, double empty) {
+    if (v.empty()) return empty;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))];
+}
+
 }  // namespace mw

@@ -8,6 +8,8 @@
 // best-of-N sample is stable to a few percent, so headline speedups use it.
 #pragma once
 
+#include <vector>
+
 #include <string>
 
 #include "harness/registry.hpp"
@@ -40,5 +42,10 @@ double time_once(Instance& inst);
 
 // Touch a buffer larger than the last-level cache (CPU cold-cache mode).
 void evict_cpu_caches();
+
+// The q-quantile (0..1) of `v` by nearest rank: element round(q (n - 1)) of
+// the sorted values; `empty` when there are none. Latency percentiles
+// (p50, p99) of decode loops.
+double percentile(std::vector<double> v, double q, double empty = 0.0);
 
 }  // namespace mw

@@ -29,6 +29,7 @@
 #include "harness/inputs.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/timing.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "kernels/model/sampling.hpp"
 #include "reference/model/checkpoint.hpp"
@@ -65,12 +66,6 @@ std::string printable(const std::vector<int>& t) {
     std::string s;
     for (int b : t) s += char(b);
     return s;
-}
-
-double percentile(std::vector<double> v, double q) {
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))];
 }
 
 int run_generate(const GenerateOptions& o) {
@@ -113,14 +108,14 @@ int run_generate(const GenerateOptions& o) {
     std::printf("---\n%d prompt + %d generated tokens, weights %s (%.1f MB streamed per token), %d threads\n",
                 int(prompt.size()), o.tokens, o.weights.c_str(), dec.weight_bytes() / 1e6, omp_get_max_threads());
     std::printf("time to first token %.2f ms; inter-token latency p50 %.3f ms, p99 %.3f ms; %.0f tokens/s\n",
-                ttft * 1e3, percentile(itl, 0.5) * 1e3, percentile(itl, 0.99) * 1e3, tps);
+                ttft * 1e3, percentile(itl, 0.5, NAN) * 1e3, percentile(itl, 0.99, NAN) * 1e3, tps);
 
     nlohmann::json doc = {{"schema", "memwall.generate/1"}, {"machine", machine_info()},
                           {"model", path_for_record(o.model)}, {"prompt", o.prompt}, {"weights", o.weights},
                           {"temperature", o.temperature}, {"top_k", o.top_k}, {"seed", o.seed},
                           {"tokens", out}, {"text", printable(out)},
-                          {"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5) * 1e3},
-                          {"itl_p99_ms", percentile(itl, 0.99) * 1e3}, {"tokens_per_s", tps}};
+                          {"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5, NAN) * 1e3},
+                          {"itl_p99_ms", percentile(itl, 0.99, NAN) * 1e3}, {"tokens_per_s", tps}};
     int rc = 0;
     if (o.check) {
         const std::vector<double> p64(m.params.begin(), m.params.end());

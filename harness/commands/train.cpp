@@ -55,12 +55,6 @@ struct TrainCliOptions {
     bool quiet = false;
 };
 
-std::string hostname_short() {
-    const auto m = machine_info();
-    std::string h = m.value("hostname", "host");
-    return h.substr(0, h.find('.'));
-}
-
 std::string hms(double s) {
     char buf[32];
     const int t = int(std::lround(s));
@@ -150,10 +144,12 @@ int run_train(const TrainCliOptions& o) {
         model::save_model(o.state, mf);
     }
 
-    const std::string dir = o.results_dir.empty() ? "results/local-" + hostname_short() : o.results_dir;
+    const nlohmann::json machine = machine_info();
+    const std::string host = machine.value("hostname", "host");
+    const std::string dir = o.results_dir.empty() ? "results/local-" + host.substr(0, host.find('.')) : o.results_dir;
     nlohmann::json doc = {
         {"schema", "memwall.train/1"},
-        {"machine", machine_info()},
+        {"machine", machine},
         {"ceilings", to_json(ceil)},
         {"model", {{"d_model", o.config.d_model}, {"layers", o.config.layers}, {"heads", o.config.heads},
                    {"kv_heads", o.config.kv_heads}, {"d_ff", o.config.d_ff}, {"vocab", o.config.vocab},
@@ -187,7 +183,7 @@ int run_train(const TrainCliOptions& o) {
     if (gnuplot_available())
         plot_lines(dir, "loss-" + o.name,
                    "Training the model stack (" + std::to_string(model::param_count(o.config)) + " parameters) on " +
-                       std::string(doc["machine"].value("cpu_model", "this CPU")),
+                       std::string(machine.value("cpu_model", "this CPU")),
                    "step", "cross-entropy (nats per byte)", series);
     std::printf("trained %lld steps in %s: %.0f tokens/s, %.1f GFLOP/s = %.1f%% MFU; validation loss %.3f nats/byte\n",
                 (long long)state.opt.step, hms(wall).c_str(), step_tokens / per_step, step_flops / per_step / 1e9,

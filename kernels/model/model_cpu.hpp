@@ -37,8 +37,6 @@ public:
     // step was built for (its buffers are reused, nothing is allocated).
     void set_seq(int seq);
 
-    // Bytes of activations and scratch this step holds.
-    std::size_t workspace_bytes() const;
     int batch() const { return B_; }
     int seq() const { return T_; }
 
@@ -101,7 +99,7 @@ private:
 // AdamW (decoupled weight decay) over the flat parameter vector; matrices
 // and the embedding are decayed, RMSNorm gains are not.
 struct AdamW {
-    float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+    float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
     std::int64_t step = 0;
     std::vector<float> m, v;
     std::vector<unsigned char> decay;  // per parameter: 1 = decayed

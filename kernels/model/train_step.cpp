@@ -62,18 +62,6 @@ void TrainStep::set_seq(int seq) {
     for (std::size_t r = 0; r < std::size_t(N_); ++r) pos_[r] = int(r % std::size_t(seq));
 }
 
-std::size_t TrainStep::workspace_bytes() const {
-    std::size_t n = 0;
-    auto add = [&](const std::vector<float>& v) { n += v.size() * sizeof(float); };
-    for (const auto& x : x_) add(x);
-    for (const auto& L : layer_)
-        for (const auto* v : {&L.xn1, &L.r1, &L.q, &L.k, &L.v, &L.p, &L.o, &L.x_mid, &L.xn2, &L.r2, &L.a, &L.b, &L.h})
-            add(*v);
-    for (const auto* v : {&xf_, &rf_, &z_, &dz_, &dx_, &dxn_, &dO_, &dq_, &dk_, &dv_, &dh_, &da_, &db_}) add(*v);
-    for (const auto& s : head_scratch_) add(s);
-    return n;
-}
-
 // Causal attention skips the score blocks above the diagonal: rows are
 // taken kRowBlock at a time, and row block [i0, i1) only meets keys [0, i1).
 // 96 rows is a whole number of the AVX-512 kernel's 12-row tiles and its

@@ -22,7 +22,7 @@ TrainState::TrainState(const Config& c, std::uint64_t init_seed)
     : config(c), params(init_params(c, init_seed)), opt(c) {}
 
 Trainer::Trainer(TrainOptions o, const std::vector<int>& train, const std::vector<int>& validation)
-    : o_(o), train_(train), val_(validation), step_(Config{}, 1, 1) {
+    : o_(o), train_(train), val_(validation) {
     if (train_.size() < std::size_t(o_.seq) + 2 || val_.size() < std::size_t(o_.seq) + 2)
         throw std::invalid_argument("training and validation text must each hold more than seq + 1 = " +
                                     std::to_string(o_.seq + 1) + " tokens");
@@ -72,7 +72,7 @@ EvalRecord Trainer::evaluate(const TrainState& s, int windows) {
 
 void Trainer::run(TrainState& s, std::int64_t until, const std::function<bool(const StepRecord&)>& on_step,
                   const std::function<void(const EvalRecord&)>& on_eval) {
-    if (!(step_.config() == s.config && step_.batch() == o_.batch && step_.seq() == o_.seq)) step_ = cpu::TrainStep(s.config, o_.batch, o_.seq);
+    if (!step_ || !(step_->config() == s.config)) step_ = std::make_unique<cpu::TrainStep>(s.config, o_.batch, o_.seq);
     s.opt.weight_decay = o_.weight_decay;
     grads_.assign(s.params.size(), 0.0f);
     std::vector<int> tokens, targets;
@@ -83,7 +83,7 @@ void Trainer::run(TrainState& s, std::int64_t until, const std::function<bool(co
         std::fill(grads_.begin(), grads_.end(), 0.0f);
         StepRecord r;
         r.step = step;
-        r.loss = step_.forward_backward(s.params.data(), grads_.data(), tokens.data(), targets.data());
+        r.loss = step_->forward_backward(s.params.data(), grads_.data(), tokens.data(), targets.data());
         r.grad_norm = cpu::clip_grad_norm(grads_.data(), grads_.size(), o_.clip);
         r.lr = lr_at(o_, step);
         s.opt.update(s.params.data(), grads_.data(), float(r.lr));

@@ -68,8 +68,7 @@ private:
     TrainOptions o_;
     const std::vector<int>& train_;
     const std::vector<int>& val_;
-    cpu::TrainStep step_;
-    std::unique_ptr<cpu::TrainStep> eval_;
+    std::unique_ptr<cpu::TrainStep> step_, eval_;  // built for the state's config on first use
     std::vector<float> grads_;
     double loss_sum_ = 0;
     std::int64_t loss_count_ = 0;

@@ -15,6 +15,7 @@
 #include "harness/check.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/timing.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "reference/model/model.hpp"
 
@@ -40,10 +41,7 @@ const model::ModelFile& default_model() {
 double forward_flops(std::int64_t len) { return model::forward_flops(default_model().config, len); }
 
 std::map<std::string, double> DecodeTimes::counters() const {
-    std::vector<double> v = itl_s;
-    std::sort(v.begin(), v.end());
-    auto pct = [&](double q) { return v.empty() ? 0.0 : v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))]; };
-    return {{"ttft_ms", ttft_s * 1e3}, {"itl_p50_ms", pct(0.5) * 1e3}, {"itl_p99_ms", pct(0.99) * 1e3},
+    return {{"ttft_ms", ttft_s * 1e3}, {"itl_p50_ms", percentile(itl_s, 0.5) * 1e3}, {"itl_p99_ms", percentile(itl_s, 0.99) * 1e3},
             {"kv_cache_bytes", kv_bytes}};
 }
 

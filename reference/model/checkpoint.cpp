@@ -77,7 +77,6 @@ void save_model(const std::filesystem::path& path, const ModelFile& m) {
         f.tensors.push_back(st::make_f32("optimizer.m", {n}, o.m));
         f.tensors.push_back(st::make_f32("optimizer.v", {n}, o.v));
         f.metadata["optimizer.step"] = std::to_string(o.step);
-        f.metadata["optimizer.lr"] = num(o.lr);
         f.metadata["optimizer.weight_decay"] = num(o.weight_decay);
     }
     st::save(path, f);
