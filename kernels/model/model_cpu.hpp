@@ -7,14 +7,15 @@
 // TrainStep: the forward pass of a batch of B sequences of T tokens with
 // every activation the backward pass needs kept ("store everything" — the
 // checkpointing lever's starting point), the manual backward pass, and the
-// loss. Attention is materialized per head ([T, T] probabilities kept for the
-// backward pass); the parallel loop over (sequence, key/value head) runs one
-// single-threaded GEMM per head, the projections use every thread.
+// loss. The layers are kernels/model/block_cpu.hpp's Block, run in turn;
+// attention is materialized per head ([T, T] probabilities kept for the
+// backward pass).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "kernels/model/block_cpu.hpp"
 #include "kernels/model/layers_cpu.hpp"
 #include "kernels/precision/quant.hpp"
 #include "reference/model/config.hpp"
@@ -37,27 +38,16 @@ public:
     // step was built for (its buffers are reused, nothing is allocated).
     void set_seq(int seq);
 
-    int batch() const { return B_; }
-    int seq() const { return T_; }
+    int batch() const { return block_.batch(); }
+    int seq() const { return block_.seq(); }
 
 private:
-    struct Layer {
-        std::vector<float> xn1, r1, q, k, v, p, o, x_mid, xn2, r2, a, b, h;
-    };
-    void attention_forward(Layer& L);
-    void attention_backward(const Layer& L, const float* dO, float* dq, float* dk, float* dv);
-
     Config c_;
-    int B_, T_, T_cap_;
+    Block block_;
     std::int64_t N_;  // B * T rows
-    RopeTable rope_;
-    std::vector<int> pos_;               // position of each row: row % T
     std::vector<std::vector<float>> x_;  // residual stream entering layer l (x_[layers] leaves the last)
-    std::vector<Layer> layer_;
-    std::vector<float> xf_, rf_, z_, dz_;
-    // backward scratch
-    std::vector<float> dx_, dxn_, dO_, dq_, dk_, dv_, dh_, da_, db_;
-    std::vector<std::vector<float>> head_scratch_;  // per thread: dP / dS [T][T]
+    std::vector<BlockStore> layer_;
+    std::vector<float> xf_, rf_, z_, dz_, dx_, dxf_;
 };
 
 // Token-by-token decoding with a contiguous key/value cache ([max_seq,
