@@ -30,6 +30,19 @@ double ref_loss(const Config& c, const double* params, const int* tokens, const 
 double ref_loss_grad(const Config& c, const double* params, const int* tokens, const int* targets, int T,
                      double* grad);
 
+// One transformer block over one sequence of T positions, in fp64: what its
+// backward pass reads (every intermediate), and its output x_out [T, d].
+struct RefBlockActs {
+    std::vector<double> x_in, xn1, q, k, v, p, o, x_mid, xn2, a, b, h, x_out;
+    std::vector<double> r1, r2;  // per row: 1 / rms
+};
+RefBlockActs ref_block_forward(const Config& c, const LayerPtrs<const double*>& W, const std::vector<double>& x_in,
+                               int T);
+// dx holds d loss / d x_out on entry and d loss / d x_in on return; the
+// weight gradients are added into G.
+void ref_block_backward(const Config& c, const LayerPtrs<const double*>& W, const LayerPtrs<double*>& G,
+                        const RefBlockActs& A, std::vector<double>& dx);
+
 // Token-by-token decoding with a cache of every past position's keys and
 // values (per layer [max_seq, kv_dim]).
 struct RefCache {

@@ -160,14 +160,8 @@ void rope(double* x, int pos, int n_heads, int hd, double base, double sign) {
 
 double silu(double a) { return a / (1 + std::exp(-a)); }
 
-// Everything the backward pass reads, for one layer.
-struct LayerActs {
-    Mat x_in, xn1, q, k, v, p, o, x_mid, xn2, a, b, h;
-    std::vector<double> r1, r2;
-};
-
 struct Forward {
-    std::vector<LayerActs> layer;
+    std::vector<RefBlockActs> layer;
     Mat x_last, xf, probs;  // probs: softmax of the logits, [T, vocab]
     std::vector<double> rf;
     double loss = 0;
@@ -178,57 +172,14 @@ Forward forward(const Config& c, const double* params, const int* tokens, const 
     if (T <= 0 || T > c.max_seq)
         throw std::invalid_argument("sequence length " + std::to_string(T) + " outside 1.." + std::to_string(c.max_seq));
     const auto P = bind(c, params);
-    const int d = c.d_model, hd = c.head_dim(), H = c.heads, KV = c.kv_heads, qd = c.q_dim(), kvd = c.kv_dim(),
-              f = c.d_ff, group = H / KV;
-    const double scale = 1 / std::sqrt(double(hd));
+    const int d = c.d_model;
     Forward F;
     Mat x(std::size_t(T) * d);
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < d; ++i) x[std::size_t(t) * d + i] = P.embed[std::size_t(tokens[t]) * d + i];
     for (int l = 0; l < c.layers; ++l) {
-        const auto& W = P.layer[l];
-        LayerActs A;
-        A.x_in = x;
-        A.r1 = rmsnorm(x, W.attn_norm, T, d, c.norm_eps, A.xn1);
-        A.q = matmul(A.xn1, W.wq, T, d, qd);
-        A.k = matmul(A.xn1, W.wk, T, d, kvd);
-        A.v = matmul(A.xn1, W.wv, T, d, kvd);
-        for (int t = 0; t < T; ++t) {
-            rope(&A.q[std::size_t(t) * qd], t, H, hd, c.rope_base, 1);
-            rope(&A.k[std::size_t(t) * kvd], t, KV, hd, c.rope_base, 1);
-        }
-        A.p.assign(std::size_t(H) * T * T, 0.0);
-        A.o.assign(std::size_t(T) * qd, 0.0);
-        for (int h = 0; h < H; ++h) {
-            const int kh = h / group;
-            for (int i = 0; i < T; ++i) {
-                double* p = &A.p[(std::size_t(h) * T + i) * T];
-                double m = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; ++j) {
-                    double s = 0;
-                    for (int e = 0; e < hd; ++e)
-                        s += A.q[std::size_t(i) * qd + h * hd + e] * A.k[std::size_t(j) * kvd + kh * hd + e];
-                    p[j] = s * scale;
-                    m = std::max(m, p[j]);
-                }
-                for (int j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - m));
-                for (int j = 0; j <= i; ++j) p[j] /= sum;
-                for (int j = 0; j <= i; ++j)
-                    for (int e = 0; e < hd; ++e)
-                        A.o[std::size_t(i) * qd + h * hd + e] += p[j] * A.v[std::size_t(j) * kvd + kh * hd + e];
-            }
-        }
-        const Mat attn = matmul(A.o, W.wo, T, qd, d);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] += attn[i];
-        A.x_mid = x;
-        A.r2 = rmsnorm(x, W.mlp_norm, T, d, c.norm_eps, A.xn2);
-        A.a = matmul(A.xn2, W.w1, T, d, f);
-        A.b = matmul(A.xn2, W.w3, T, d, f);
-        A.h.resize(A.a.size());
-        for (std::size_t i = 0; i < A.a.size(); ++i) A.h[i] = silu(A.a[i]) * A.b[i];
-        const Mat mlp = matmul(A.h, W.w2, T, f, d);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] += mlp[i];
-        F.layer.push_back(std::move(A));
+        F.layer.push_back(ref_block_forward(c, P.layer[l], x, T));
+        x = F.layer.back().x_out;
     }
     F.x_last = x;
     F.rf = rmsnorm(x, P.final_norm, T, d, c.norm_eps, F.xf);
@@ -255,6 +206,112 @@ Forward forward(const Config& c, const double* params, const int* tokens, const 
 
 }  // namespace
 
+RefBlockActs ref_block_forward(const Config& c, const LayerPtrs<const double*>& W, const std::vector<double>& x_in,
+                               int T) {
+    const int d = c.d_model, hd = c.head_dim(), H = c.heads, KV = c.kv_heads, qd = c.q_dim(), kvd = c.kv_dim(),
+          f = c.d_ff, group = H / KV;
+    const double scale = 1 / std::sqrt(double(hd));
+    RefBlockActs A;
+    A.x_in = x_in;
+    Mat x = x_in;
+    A.r1 = rmsnorm(x, W.attn_norm, T, d, c.norm_eps, A.xn1);
+    A.q = matmul(A.xn1, W.wq, T, d, qd);
+    A.k = matmul(A.xn1, W.wk, T, d, kvd);
+    A.v = matmul(A.xn1, W.wv, T, d, kvd);
+    for (int t = 0; t < T; ++t) {
+        rope(&A.q[std::size_t(t) * qd], t, H, hd, c.rope_base, 1);
+        rope(&A.k[std::size_t(t) * kvd], t, KV, hd, c.rope_base, 1);
+    }
+    A.p.assign(std::size_t(H) * T * T, 0.0);
+    A.o.assign(std::size_t(T) * qd, 0.0);
+    for (int h = 0; h < H; ++h) {
+        const int kh = h / group;
+        for (int i = 0; i < T; ++i) {
+            double* p = &A.p[(std::size_t(h) * T + i) * T];
+            double m = -INFINITY, sum = 0;
+            for (int j = 0; j <= i; ++j) {
+                double s = 0;
+                for (int e = 0; e < hd; ++e)
+                    s += A.q[std::size_t(i) * qd + h * hd + e] * A.k[std::size_t(j) * kvd + kh * hd + e];
+                p[j] = s * scale;
+                m = std::max(m, p[j]);
+            }
+            for (int j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - m));
+            for (int j = 0; j <= i; ++j) p[j] /= sum;
+            for (int j = 0; j <= i; ++j)
+                for (int e = 0; e < hd; ++e)
+                    A.o[std::size_t(i) * qd + h * hd + e] += p[j] * A.v[std::size_t(j) * kvd + kh * hd + e];
+        }
+    }
+    const Mat attn = matmul(A.o, W.wo, T, qd, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += attn[i];
+    A.x_mid = x;
+    A.r2 = rmsnorm(x, W.mlp_norm, T, d, c.norm_eps, A.xn2);
+    A.a = matmul(A.xn2, W.w1, T, d, f);
+    A.b = matmul(A.xn2, W.w3, T, d, f);
+    A.h.resize(A.a.size());
+    for (std::size_t i = 0; i < A.a.size(); ++i) A.h[i] = silu(A.a[i]) * A.b[i];
+    const Mat mlp = matmul(A.h, W.w2, T, f, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += mlp[i];
+    A.x_out = std::move(x);
+    return A;
+}
+
+void ref_block_backward(const Config& c, const LayerPtrs<const double*>& W, const LayerPtrs<double*>& GW,
+                        const RefBlockActs& A, std::vector<double>& dx) {
+    const int T = int(A.r1.size()), d = c.d_model, hd = c.head_dim(), H = c.heads, KV = c.kv_heads, qd = c.q_dim(),
+          kvd = c.kv_dim(), f = c.d_ff, group = H / KV;
+    const double scale = 1 / std::sqrt(double(hd));
+    // MLP: x_out = x_mid + h W2, h = silu(a) * b.
+    Mat dh(std::size_t(T) * f, 0.0);
+    matmul_back(A.h, W.w2, dx, T, f, d, dh, GW.w2);
+    Mat da(dh.size()), db(dh.size());
+    for (std::size_t i = 0; i < dh.size(); ++i) {
+        const double s = 1 / (1 + std::exp(-A.a[i]));
+        da[i] = dh[i] * A.b[i] * s * (1 + A.a[i] * (1 - s));
+        db[i] = dh[i] * silu(A.a[i]);
+    }
+    Mat dxn2(std::size_t(T) * d, 0.0);
+    matmul_back(A.xn2, W.w1, da, T, d, f, dxn2, GW.w1);
+    matmul_back(A.xn2, W.w3, db, T, d, f, dxn2, GW.w3);
+    rmsnorm_back(A.x_mid, W.mlp_norm, A.r2, dxn2, T, d, dx, GW.mlp_norm);  // dx is now d(x_mid)
+    // Attention: x_mid = x_in + o Wo.
+    Mat dO(std::size_t(T) * qd, 0.0);
+    matmul_back(A.o, W.wo, dx, T, qd, d, dO, GW.wo);
+    Mat dq(std::size_t(T) * qd, 0.0), dk(std::size_t(T) * kvd, 0.0), dv(std::size_t(T) * kvd, 0.0);
+    for (int h = 0; h < H; ++h) {
+        const int kh = h / group;
+        for (int i = 0; i < T; ++i) {
+            const double* p = &A.p[(std::size_t(h) * T + i) * T];
+            std::vector<double> dp(std::size_t(i) + 1);
+            double dot = 0;
+            for (int j = 0; j <= i; ++j) {
+                for (int e = 0; e < hd; ++e) {
+                    dp[j] += dO[std::size_t(i) * qd + h * hd + e] * A.v[std::size_t(j) * kvd + kh * hd + e];
+                    dv[std::size_t(j) * kvd + kh * hd + e] += p[j] * dO[std::size_t(i) * qd + h * hd + e];
+                }
+                dot += p[j] * dp[j];
+            }
+            for (int j = 0; j <= i; ++j) {
+                const double ds = p[j] * (dp[j] - dot) * scale;
+                for (int e = 0; e < hd; ++e) {
+                    dq[std::size_t(i) * qd + h * hd + e] += ds * A.k[std::size_t(j) * kvd + kh * hd + e];
+                    dk[std::size_t(j) * kvd + kh * hd + e] += ds * A.q[std::size_t(i) * qd + h * hd + e];
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) {  // the rotation's transpose is the rotation by -angle
+        rope(&dq[std::size_t(t) * qd], t, H, hd, c.rope_base, -1);
+        rope(&dk[std::size_t(t) * kvd], t, KV, hd, c.rope_base, -1);
+    }
+    Mat dxn1(std::size_t(T) * d, 0.0);
+    matmul_back(A.xn1, W.wq, dq, T, d, qd, dxn1, GW.wq);
+    matmul_back(A.xn1, W.wk, dk, T, d, kvd, dxn1, GW.wk);
+    matmul_back(A.xn1, W.wv, dv, T, d, kvd, dxn1, GW.wv);
+    rmsnorm_back(A.x_in, W.attn_norm, A.r1, dxn1, T, d, dx, GW.attn_norm);  // dx is now d(x_in)
+}
+
 double ref_loss(const Config& c, const double* params, const int* tokens, const int* targets, int T,
                 std::vector<double>* logits) {
     return forward(c, params, tokens, targets, T, logits).loss;
@@ -265,9 +322,7 @@ double ref_loss_grad(const Config& c, const double* params, const int* tokens, c
     Forward F = forward(c, params, tokens, targets, T, nullptr);
     const auto P = bind(c, params);
     const auto G = bind(c, grad);
-    const int d = c.d_model, hd = c.head_dim(), H = c.heads, KV = c.kv_heads, qd = c.q_dim(), kvd = c.kv_dim(),
-              f = c.d_ff, group = H / KV, V = c.vocab;
-    const double scale = 1 / std::sqrt(double(hd));
+    const int d = c.d_model, V = c.vocab;
     // Loss = mean over t of -log softmax(z_t)[target]: dz = (softmax - onehot) / T.
     Mat dz = F.probs;
     for (int t = 0; t < T; ++t) dz[std::size_t(t) * V + targets[t]] -= 1;
@@ -284,59 +339,7 @@ double ref_loss_grad(const Config& c, const double* params, const int* tokens, c
         }
     Mat dx(std::size_t(T) * d, 0.0);
     rmsnorm_back(F.x_last, P.final_norm, F.rf, dxf, T, d, dx, G.final_norm);
-    for (int l = c.layers - 1; l >= 0; --l) {
-        const auto& W = P.layer[l];
-        const auto& GW = G.layer[l];
-        const LayerActs& A = F.layer[l];
-        // MLP: x_out = x_mid + h W2, h = silu(a) * b.
-        Mat dh(std::size_t(T) * f, 0.0);
-        matmul_back(A.h, W.w2, dx, T, f, d, dh, GW.w2);
-        Mat da(dh.size()), db(dh.size());
-        for (std::size_t i = 0; i < dh.size(); ++i) {
-            const double s = 1 / (1 + std::exp(-A.a[i]));
-            da[i] = dh[i] * A.b[i] * s * (1 + A.a[i] * (1 - s));
-            db[i] = dh[i] * silu(A.a[i]);
-        }
-        Mat dxn2(std::size_t(T) * d, 0.0);
-        matmul_back(A.xn2, W.w1, da, T, d, f, dxn2, GW.w1);
-        matmul_back(A.xn2, W.w3, db, T, d, f, dxn2, GW.w3);
-        rmsnorm_back(A.x_mid, W.mlp_norm, A.r2, dxn2, T, d, dx, GW.mlp_norm);  // dx is now d(x_mid)
-        // Attention: x_mid = x_in + o Wo.
-        Mat dO(std::size_t(T) * qd, 0.0);
-        matmul_back(A.o, W.wo, dx, T, qd, d, dO, GW.wo);
-        Mat dq(std::size_t(T) * qd, 0.0), dk(std::size_t(T) * kvd, 0.0), dv(std::size_t(T) * kvd, 0.0);
-        for (int h = 0; h < H; ++h) {
-            const int kh = h / group;
-            for (int i = 0; i < T; ++i) {
-                const double* p = &A.p[(std::size_t(h) * T + i) * T];
-                std::vector<double> dp(std::size_t(i) + 1);
-                double dot = 0;
-                for (int j = 0; j <= i; ++j) {
-                    for (int e = 0; e < hd; ++e) {
-                        dp[j] += dO[std::size_t(i) * qd + h * hd + e] * A.v[std::size_t(j) * kvd + kh * hd + e];
-                        dv[std::size_t(j) * kvd + kh * hd + e] += p[j] * dO[std::size_t(i) * qd + h * hd + e];
-                    }
-                    dot += p[j] * dp[j];
-                }
-                for (int j = 0; j <= i; ++j) {
-                    const double ds = p[j] * (dp[j] - dot) * scale;
-                    for (int e = 0; e < hd; ++e) {
-                        dq[std::size_t(i) * qd + h * hd + e] += ds * A.k[std::size_t(j) * kvd + kh * hd + e];
-                        dk[std::size_t(j) * kvd + kh * hd + e] += ds * A.q[std::size_t(i) * qd + h * hd + e];
-                    }
-                }
-            }
-        }
-        for (int t = 0; t < T; ++t) {  // the rotation's transpose is the rotation by -angle
-            rope(&dq[std::size_t(t) * qd], t, H, hd, c.rope_base, -1);
-            rope(&dk[std::size_t(t) * kvd], t, KV, hd, c.rope_base, -1);
-        }
-        Mat dxn1(std::size_t(T) * d, 0.0);
-        matmul_back(A.xn1, W.wq, dq, T, d, qd, dxn1, GW.wq);
-        matmul_back(A.xn1, W.wk, dk, T, d, kvd, dxn1, GW.wk);
-        matmul_back(A.xn1, W.wv, dv, T, d, kvd, dxn1, GW.wv);
-        rmsnorm_back(A.x_in, W.attn_norm, A.r1, dxn1, T, d, dx, GW.attn_norm);  // dx is now d(x_in)
-    }
+    for (int l = c.layers - 1; l >= 0; --l) ref_block_backward(c, P.layer[l], G.layer[l], F.layer[l], dx);
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < d; ++i) G.embed[std::size_t(tokens[t]) * d + i] += dx[std::size_t(t) * d + i];
     return F.loss;
