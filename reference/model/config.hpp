@@ -14,7 +14,7 @@
 //
 // Files: config.hpp (this), model.hpp (parameters, the fp64 reference
 // forward/backward and the fp32 paths' entry points), reference.cpp (fp64
-// oracle), corpus.hpp (the training text), optimized/model/ (the fp32 training
+// oracle), corpus.hpp (the training text), kernels/model/ (the fp32 training
 // step and decoder built from the levers' kernels).
 #pragma once
 
@@ -69,19 +69,38 @@ template <class P> struct ParamPtrs {
     P final_norm;
 };
 
+// Parameters of one block, stored contiguously in the order of LayerPtrs.
+inline std::size_t layer_param_count(const Config& c) {
+    const std::size_t d = std::size_t(c.d_model), qd = std::size_t(c.q_dim()), kvd = std::size_t(c.kv_dim()),
+                      f = std::size_t(c.d_ff);
+    return d + d * qd + 2 * d * kvd + qd * d + d + 3 * d * f;
+}
+// One block's tensors from a pointer to its first parameter (attn_norm [d],
+// wq [d, q_dim], wk, wv [d, kv_dim], wo [q_dim, d], mlp_norm [d], w1, w3
+// [d, d_ff], w2 [d_ff, d]).
+template <class P> LayerPtrs<P> bind_layer(const Config& c, P flat) {
+    const std::size_t d = std::size_t(c.d_model), qd = std::size_t(c.q_dim()), kvd = std::size_t(c.kv_dim()),
+                      f = std::size_t(c.d_ff);
+    LayerPtrs<P> w;
+    w.attn_norm = flat, flat += d;
+    w.wq = flat, flat += d * qd;
+    w.wk = flat, flat += d * kvd;
+    w.wv = flat, flat += d * kvd;
+    w.wo = flat, flat += qd * d;
+    w.mlp_norm = flat, flat += d;
+    w.w1 = flat, flat += d * f;
+    w.w3 = flat, flat += d * f;
+    w.w2 = flat;
+    return w;
+}
+
 template <class P> ParamPtrs<P> bind(const Config& c, P flat) {
-    const auto t = layout(c);
-    std::size_t at = 0;
-    auto next = [&] { return flat + t[at++].offset; };
+    const std::size_t d = std::size_t(c.d_model), per_layer = layer_param_count(c);
     ParamPtrs<P> p;
-    p.embed = next();
-    for (int l = 0; l < c.layers; ++l) {
-        LayerPtrs<P> w;
-        w.attn_norm = next(), w.wq = next(), w.wk = next(), w.wv = next(), w.wo = next();
-        w.mlp_norm = next(), w.w1 = next(), w.w3 = next(), w.w2 = next();
-        p.layer.push_back(w);
-    }
-    p.final_norm = next();
+    p.embed = flat;
+    P at = flat + std::size_t(c.vocab) * d;
+    for (int l = 0; l < c.layers; ++l, at += per_layer) p.layer.push_back(bind_layer(c, at));
+    p.final_norm = at;
     return p;
 }
 
@@ -91,5 +110,9 @@ template <class P> ParamPtrs<P> bind(const Config& c, P flat) {
 // A training step costs 3x its forward (PaLM's "model FLOPs": the backward
 // is twice the forward; recomputation is not counted).
 double forward_flops(const Config& c, std::int64_t T);
+// The part of it one block costs: its matrices and its attention.
+double block_forward_flops(const Config& c, std::int64_t T);
+// The attention scores alone (q k^T over each position's prefix), per block.
+double block_score_flops(const Config& c, std::int64_t T);
 
 }  // namespace mw::model

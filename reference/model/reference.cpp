@@ -71,13 +71,18 @@ std::size_t param_count(const Config& c) {
     return t.back().offset + t.back().count;
 }
 
+double block_score_flops(const Config& c, std::int64_t T) {
+    // Position i attends to i+1 positions.
+    return 2.0 * c.heads * c.head_dim() * (double(T) * (T + 1) / 2);
+}
+
+double block_forward_flops(const Config& c, std::int64_t T) {
+    const double d = c.d_model, matrices = d * (c.q_dim() + 2.0 * c.kv_dim()) + c.q_dim() * d + 3.0 * d * c.d_ff;
+    return 2 * matrices * T + 2 * block_score_flops(c, T);  // scores, then the weighted sum of values
+}
+
 double forward_flops(const Config& c, std::int64_t T) {
-    const double d = c.d_model, per_token_matrices = double(c.layers) * (d * (c.q_dim() + 2.0 * c.kv_dim()) +
-                                                                         c.q_dim() * d + 3.0 * d * c.d_ff) +
-                                                     d * c.vocab;
-    // Position i attends to i+1 positions: scores and weighted sum, per head.
-    const double attended = double(T) * (T + 1) / 2;
-    return 2 * per_token_matrices * T + 2.0 * 2 * c.layers * c.heads * c.head_dim() * attended;
+    return c.layers * block_forward_flops(c, T) + 2.0 * c.d_model * c.vocab * T;
 }
 
 std::vector<float> init_params(const Config& c, std::uint64_t seed) {

@@ -4,6 +4,8 @@
 // cache), and the fp32 training step against the fp64 reference.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -72,6 +74,28 @@ TEST(ModelConfig, DefaultIsAFewMillionParameters) {
         at += t.count;
     }
     EXPECT_EQ(at, n);
+}
+
+// bind() (pointers into the flat vector, used by every path) agrees with
+// layout() (names and offsets, used by the checkpoint files) on a config
+// where no two tensor sizes coincide.
+TEST(ModelConfig, BindAgreesWithLayout) {
+    Config c;
+    c.d_model = 24, c.layers = 3, c.heads = 6, c.kv_heads = 2, c.d_ff = 40, c.vocab = 11;
+    const std::vector<float> flat(mw::model::param_count(c));
+    const float* base = flat.data();
+    const auto P = mw::model::bind(c, base);
+    std::map<std::string, const float*> at = {{"embed", P.embed}, {"final_norm", P.final_norm}};
+    for (int l = 0; l < c.layers; ++l) {
+        const auto& w = P.layer[std::size_t(l)];
+        const std::string p = "layers." + std::to_string(l) + ".";
+        at[p + "attn_norm"] = w.attn_norm, at[p + "wq"] = w.wq, at[p + "wk"] = w.wk, at[p + "wv"] = w.wv;
+        at[p + "wo"] = w.wo, at[p + "mlp_norm"] = w.mlp_norm, at[p + "w1"] = w.w1, at[p + "w3"] = w.w3, at[p + "w2"] = w.w2;
+    }
+    const auto t = mw::model::layout(c);
+    ASSERT_EQ(t.size(), at.size());
+    for (const auto& e : t) EXPECT_EQ(std::size_t(at.at(e.name) - base), e.offset) << e.name;
+    EXPECT_EQ(mw::model::layer_param_count(c), t[10].offset - t[1].offset);  // layers.1.attn_norm - layers.0.attn_norm
 }
 
 // The backward pass of every tensor type (embedding/head, both norms, the four
