@@ -200,6 +200,15 @@ struct Variant {
     // error against the op's exact oracle is recorded as `error_vs_exact`
     // (information: the price of the format, not a bug).
     std::function<std::vector<std::vector<double>>(const Problem&)> contract_oracle;
+    // The name of another variant of the same op and backend whose outputs
+    // this one must reproduce bit for bit on the same inputs: the same
+    // arithmetic in the same order (a checkpointed training step vs the one
+    // that keeps everything). Checked beside the oracle; empty = no such rule.
+    std::string identical_to;
+    // The memory this variant expects to hold beyond the problem's buffers,
+    // by term, bytes ({"checkpoints", ...}, {"working", ...}): results record
+    // the terms, their total and the measured peak_extra_bytes / total.
+    std::function<std::map<std::string, double>(const Shape&)> memory_model;
     // Registered source file, for `memwall list` and error messages.
     std::string source;
 };

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -323,8 +325,60 @@ struct Group {
     Problem& problem;
     const std::vector<std::vector<double>>& oracle;
     const std::vector<std::size_t>& input_hashes;
+    const RunRequest& req;
     double naive_rel_fro = -1;
+    // Outputs of the variants another one must match bit for bit (identical_to).
+    std::map<std::string, std::vector<Buffer>> kept_outputs = {};
 };
+
+std::vector<Buffer> copy_outputs(const Problem& p) {
+    std::vector<Buffer> out;
+    for (const Buffer& b : p.outputs) {
+        Buffer c = Buffer::make(b.name, b.dtype, b.count, b.dims);
+        std::memcpy(c.data.get(), b.data.get(), b.size_bytes());
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// The outputs of `name` (a variant of the group's op and backend) on the
+// group's inputs: kept from its own run, or from a run on a fresh copy of
+// the problem (the same seed makes the same inputs) when it was not run.
+const std::vector<Buffer>& outputs_of(Group& g, const Variant& v) {
+    const std::string& name = v.identical_to;
+    if (auto it = g.kept_outputs.find(name); it != g.kept_outputs.end()) return it->second;
+    const Variant* other = nullptr;
+    for (const Variant* c : variants_of(g.op.name, v.backend))
+        if (c->name == name) other = c;
+    if (!other)
+        throw std::runtime_error("variant " + v.name + " must be identical to '" + name + "', which is not a " +
+                                 to_string(v.backend) + " variant of " + g.op.name);
+    Problem fresh = g.op.make_problem(g.plan.shape, g.plan.dtype, g.req.seed);
+    Instance inst = other->prepare(fresh);
+    run_once(inst, fresh);
+    return g.kept_outputs[name] = copy_outputs(fresh);
+}
+
+// Empty when every output equals `want` bit for bit; else names the first
+// element that differs and how many do.
+std::string compare_bits(const Problem& p, const std::vector<Buffer>& want, const std::string& other) {
+    for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+        const Buffer& a = p.outputs[k];
+        const Buffer& b = want[k];
+        const std::size_t esize = a.count ? a.size_bytes() / a.count : 0;
+        std::size_t first = a.count, n = 0;
+        for (std::size_t i = 0; i < a.count && esize; ++i)
+            if (std::memcmp(a.data.get() + i * esize, b.data.get() + i * esize, esize) != 0) {
+                if (first == a.count) first = i;
+                ++n;
+            }
+        if (n)
+            return "output " + a.name + " is not bit-identical to variant '" + other + "''s: " + std::to_string(n) +
+                   " of " + std::to_string(a.count) + " elements differ, the first at [" + std::to_string(first) +
+                   "]: " + fmt("%.9g", load_as_double(a, first)) + " vs " + fmt("%.9g", load_as_double(b, first));
+    }
+    return {};
+}
 
 // The first call, inside the memory window: the tracked heap's growth over
 // prepare and this call (the oracles are computed before, the check after),
@@ -398,6 +452,13 @@ void report_progress(std::ostream& progress, const json& r, const TimingStats& t
     if (r.contains("check_message")) progress << "      " << r["check_message"].get<std::string>() << "\n";
 }
 
+// Whether a later variant of the plan must match this one's outputs.
+bool needed_as_identical(const Group& g, const Variant& v) {
+    for (const Variant* o : g.plan.variants)
+        if (o->identical_to == v.name) return true;
+    return false;
+}
+
 // Prepares, checks, times and checks again one variant; fills `r`.
 void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak, json& r, json& gbench,
                  std::ostream& progress) {
@@ -409,12 +470,30 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
     if (v.contract_oracle) contract = v.contract_oracle(p);
     const auto& expected = v.contract_oracle ? contract : g.oracle;
 
+    // The outputs to match bit for bit, before the memory window opens.
+    const std::vector<Buffer>* same_bits = v.identical_to.empty() ? nullptr : &outputs_of(g, v);
+
     Instance inst = prepare_and_run_once(v, p, r);
-    const CheckedRun before = to_checked(check_problem(op, p, expected));
+    if (v.memory_model) {
+        json terms = json::object();
+        double total = 0;
+        for (const auto& [term, bytes] : v.memory_model(p.shape)) terms[term] = bytes, total += bytes;
+        r["memory_model"] = {{"terms", terms}, {"total", total}};
+        r["peak_vs_model"] = total > 0 ? json(r["peak_extra_bytes"].get<double>() / total) : json();
+    }
+    CheckedRun before = to_checked(check_problem(op, p, expected));
+    std::string bits = same_bits ? compare_bits(p, *same_bits, v.identical_to) : "";
+    if (g.kept_outputs.count(v.name) == 0 && needed_as_identical(g, v)) g.kept_outputs[v.name] = copy_outputs(p);
     progress << " checked (" << (before.correct ? "ok" : "WRONG") << "), timing..." << std::flush;
     const TimingStats t = time_variant(v, g, req, inst, gbench);
     // Check again after timing: a variant cannot be right once and wrong afterwards.
-    const CheckedRun after = check_instance(op, inst, p, expected);
+    CheckedRun after = check_instance(op, inst, p, expected);
+    if (same_bits && bits.empty()) bits = compare_bits(p, *same_bits, v.identical_to);
+    if (same_bits) {
+        r["identical_to"] = v.identical_to;
+        r["bit_identical"] = bits.empty();
+        if (!bits.empty()) after.correct = false, after.message += (after.message.empty() ? "" : "; ") + bits;
+    }
     const json counters = counters_json(inst);  // after every call the variant makes here
     if (v.contract_oracle) {
         CheckResult exact = check_problem(op, p, g.oracle);
@@ -491,7 +570,7 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
         const auto oracle = op.oracle(p);
         const auto hashes = input_hashes(p);
         progress << " done\n";
-        Group group{op, plan, p, oracle, hashes};
+        Group group{op, plan, p, oracle, hashes, req};
         std::vector<std::size_t> group_rows;
 
         for (const Variant* v : plan.variants) {

@@ -91,6 +91,8 @@ struct Flaws {
     bool other_tie = false;        // a tie goes to the highest id (the oracle's: the lowest)
     std::int64_t diverge_at = -1;  // tokens differ from this step on
     bool biased = false;           // category 0 drawn 20% too often (relative)
+    bool fixed_draws = false;      // every call draws the samples of the first call
+    bool nudge = false;            // logits[0] one ulp up: within tolerance, not the same bits
 };
 
 // A variant's run(): logits, argmax tokens, seeded samples.
@@ -113,7 +115,8 @@ void decode(mw::Problem& p, const Flaws& f, std::uint64_t call) {
     for (int c = 0; c < kCategories; ++c) cdf[c] = acc += kProbs[c] * (f.biased && c == 0 ? 1.2 : 1.0);
     std::int32_t* counts = p.out("counts").as<std::int32_t>();
     std::fill_n(counts, kCategories, 0);
-    std::mt19937_64 rng(p.seed * 1000 + call);
+    if (f.nudge) logits[0] = std::nextafter(logits[0], INFINITY);
+    std::mt19937_64 rng(p.seed * 1000 + (f.fixed_draws ? 1 : call));
     for (std::int64_t s = 0; s < n; ++s) {
         const double u = double(rng() >> 11) * 0x1.0p-53 * acc;
         ++counts[std::min<std::int64_t>(std::upper_bound(cdf, cdf + kCategories, u) - cdf, kCategories - 1)];
@@ -150,7 +153,8 @@ MW_REGISTER_VARIANT(harness_decode_recompute, {
     .name = "recompute", .op = "harness_decode", .lever = "harness_test", .rung = 1,
     .rationale = "executes 3x the useful FLOPs, holds 64 MiB",
     .executed_flops = [](const mw::Shape& s) { return 3.0 * double(2 * s["steps"] * kVocab); },
-    .prepare = [](mw::Problem& p) { return decode_instance(p, {}, 64 * kMiB); }});
+    .prepare = [](mw::Problem& p) { return decode_instance(p, {}, 64 * kMiB); },
+    .memory_model = [](const mw::Shape&) { return std::map<std::string, double>{{"held", 64.0 * kMiB}}; }});
 
 // A 32 MiB Buffer made and dropped inside every call.
 MW_REGISTER_VARIANT(harness_decode_scratch, {
@@ -186,21 +190,42 @@ MW_REGISTER_VARIANT(harness_decode_biased, {
     .rationale = "draws category 0 20% too often",
     .prepare = [](mw::Problem& p) { return decode_instance(p, {.biased = true}); }});
 
+// Bit for bit the naive variant's outputs (its draws are those of a first call,
+// like the naive outputs the harness keeps), and the same one ulp off.
+MW_REGISTER_VARIANT(harness_decode_same_bits, {
+    .name = "same_bits", .op = "harness_decode", .lever = "harness_test", .rung = 7,
+    .rationale = "the naive arithmetic in the same order",
+    .prepare = [](mw::Problem& p) { return decode_instance(p, {.fixed_draws = true}); },
+    .identical_to = "naive"});
+
+MW_REGISTER_VARIANT(harness_decode_ulp, {
+    .name = "one_ulp_off", .op = "harness_decode", .lever = "harness_test", .rung = 8,
+    .rationale = "one logit one ulp away from the naive variant's",
+    .prepare = [](mw::Problem& p) { return decode_instance(p, {.fixed_draws = true, .nudge = true}); },
+    .identical_to = "naive"});
+
+mw::RunRequest quick_request(std::vector<std::string> variants = {}) {
+    mw::RunRequest req;
+    req.targets = {"harness_decode"};
+    req.variants = std::move(variants);
+    req.timing.budget_s = 0.01;
+    req.timing.min_samples = 3;
+    req.timing.max_samples = 3;
+    req.threads = 1;
+    return req;
+}
+
+nlohmann::json run(const mw::RunRequest& req) {
+    mw::Ceilings c;
+    c.dram_triad_gbps = {10.0};
+    c.peaks = {{"fp32", "test", 1, 100.0}};
+    std::ostringstream progress;
+    return mw::run_plans(mw::plan_runs(req), req, c, progress);
+}
+
 // One quick run of every variant, shared by the tests (about a second).
 const nlohmann::json& doc() {
-    static const nlohmann::json d = [] {
-        mw::RunRequest req;
-        req.targets = {"harness_decode"};
-        req.timing.budget_s = 0.01;
-        req.timing.min_samples = 3;
-        req.timing.max_samples = 3;
-        req.threads = 1;
-        mw::Ceilings c;
-        c.dram_triad_gbps = {10.0};
-        c.peaks = {{"fp32", "test", 1, 100.0}};
-        std::ostringstream progress;
-        return mw::run_plans(mw::plan_runs(req), req, c, progress);
-    }();
+    static const nlohmann::json d = run(quick_request());
     return d;
 }
 
@@ -284,6 +309,48 @@ TEST(WorkloadMemory, AHeld64MiBShowsInPeakAndAgainstNaive) {
     EXPECT_DOUBLE_EQ(re["peak_bytes"].get<double>(), io + re["peak_extra_bytes"].get<double>());
     EXPECT_DOUBLE_EQ(naive["memory_vs_naive"].get<double>(), 1.0);
     EXPECT_NEAR(re["memory_vs_naive"].get<double>(), (io + 64.0 * kMiB) / io, 0.02 * (io + 64.0 * kMiB) / io);
+}
+
+TEST(WorkloadMemory, TheVariantsModelIsRecordedBesideThePeak) {
+    const auto& re = row("recompute");
+    ASSERT_TRUE(re.contains("memory_model")) << re.dump(2);
+    EXPECT_EQ(re["memory_model"]["terms"]["held"].get<double>(), 64.0 * kMiB);
+    EXPECT_EQ(re["memory_model"]["total"].get<double>(), 64.0 * kMiB);
+    EXPECT_DOUBLE_EQ(re["peak_vs_model"].get<double>(), re["peak_extra_bytes"].get<double>() / (64.0 * kMiB));
+    EXPECT_GE(re["peak_vs_model"].get<double>(), 1.0);
+    EXPECT_LT(re["peak_vs_model"].get<double>(), 1.02);
+    EXPECT_FALSE(row("naive").contains("memory_model"));
+}
+
+TEST(WorkloadIdentity, TheSameArithmeticIsBitIdentical) {
+    const auto& r = row("same_bits");
+    EXPECT_TRUE(r["correct"].get<bool>()) << r.value("check_message", "");
+    EXPECT_EQ(r["identical_to"], "naive");
+    EXPECT_TRUE(r["bit_identical"].get<bool>());
+    EXPECT_FALSE(row("naive").contains("bit_identical"));
+}
+
+TEST(WorkloadIdentity, OneUlpOffFailsNamingTheElement) {
+    const auto& r = row("one_ulp_off");
+    EXPECT_FALSE(r["correct"].get<bool>());
+    EXPECT_FALSE(r["bit_identical"].get<bool>());
+    const std::string m = r.value("check_message", "");
+    EXPECT_NE(m.find("output logits is not bit-identical to variant 'naive'"), std::string::npos) << m;
+    EXPECT_NE(m.find("1 of 192 elements differ, the first at [0]"), std::string::npos) << m;
+}
+
+// Run alone, a variant is still held to the named one's bits: the harness
+// runs that one on a fresh copy of the problem.
+TEST(WorkloadIdentity, TheNamedVariantRunsWhenNotRequested) {
+    mw::RunRequest req = quick_request({"same_bits", "one_ulp_off"});
+    req.skip_naive = true;
+    const auto d = run(req);
+    ASSERT_EQ(d["runs"].size(), 2u);
+    for (const auto& r : d["runs"]) {
+        const bool same = r["variant"] == "same_bits";
+        EXPECT_EQ(r["correct"].get<bool>(), same) << r.dump(2);
+        EXPECT_EQ(r["bit_identical"].get<bool>(), same) << r.dump(2);
+    }
 }
 
 TEST(WorkloadMemory, BuffersMadeInsideACallAreSeen) {
