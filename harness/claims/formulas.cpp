@@ -287,15 +287,24 @@ std::vector<Output> eval_spec(const Params& p) {
 
 std::vector<Output> eval_checkpoint(const Params& p) {
     const double N = p.at("layers"), a = p.at("activation_bytes"), r = p.at("backward_ratio");
+    // A checkpoint is one block's input; without a figure of its own it costs
+    // a whole layer's activations (the seeds' scheme).
+    const double cb = p.num.count("checkpoint_bytes") ? p.at("checkpoint_bytes") : a;
     const double k = p.num.count("every") ? p.at("every") : std::max(1.0, std::round(std::sqrt(N)));
     if (k > N) throw UsageError("--every must be at most --layers");
     const double kept = std::ceil(N / k);  // the checkpoints
     // Backward over one segment rebuilds its k activations from the checkpoint before it.
-    const double stored = (kept + k) * a;
+    auto stored_at = [&](double e) { return std::ceil(N / e) * cb + e * a; };
+    const double stored = stored_at(k);
+    double best = 1;
+    for (double e = 2; e <= N; ++e)
+        if (stored_at(e) < stored_at(best)) best = e;
     const double recomputed = N - kept;
     return {out("stored_naive", N * a, "B", "layers x activation_bytes"),
-            out("stored_checkpointed", stored, "B", "(ceil(N/k) checkpoints + k live in one segment) x activation_bytes"),
+            out("stored_checkpointed", stored, "B",
+                "ceil(N/k) checkpoints x checkpoint_bytes + k live in one segment x activation_bytes"),
             out("memory_reduction", N * a / stored, "1", "stored_naive / stored_checkpointed"),
+            out("best_every", best, "1", "the k in 1..N that stores least (near sqrt(N checkpoint_bytes / activation_bytes))"),
             out("every", k, "1", "checkpoint every k layers (default round(sqrt(N)))"),
             out("extra_forward_fraction", 1 / (1 + r), "1",
                 "one whole extra forward pass / (forward + backward), backward = backward_ratio x forward"),
@@ -439,8 +448,9 @@ std::vector<Formula> build() {
     // alpha may be 0 (every draft rejected): allow >= 0.
     f.back().params[0].positive = false;
     f.push_back({"checkpoint", "activation memory with a checkpoint every k layers (sqrt-N scheme)",
-                 "stored = (ceil(N/k) + k) x per-layer bytes; extra compute = recomputed forward / (forward + backward)",
+                 "stored = ceil(N/k) x checkpoint bytes + k x per-layer bytes; extra compute = recomputed forward / (forward + backward)",
                  {req("layers", "count", "layers N"), opt("activation_bytes", "bytes", "activation bytes per layer", 1),
+                  opt("checkpoint_bytes", "bytes", "bytes of one checkpoint, a block's input (default: activation_bytes)"),
                   opt("every", "count", "checkpoint every k layers (default round(sqrt(N)))"),
                   opt("backward_ratio", "x", "backward cost / forward cost", 2)},
                  eval_checkpoint});

@@ -155,6 +155,14 @@ TEST(Formulas, Checkpoint) {
     EXPECT_DOUBLE_EQ(out("checkpoint", p, "memory_reduction"), 2.0);
     EXPECT_DOUBLE_EQ(out("checkpoint", p, "extra_compute_fraction"), 0.25);
     EXPECT_DOUBLE_EQ(out("checkpoint", {{"layers", "16"}}, "every"), 4.0);  // round(sqrt(16))
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "best_every"), 4.0);  // (16/k + k) x 10: least at k = 4
+    // The two terms apart: a checkpoint (a block's input, 1 MiB) is far smaller
+    // than a block's activations (24 MiB), the train_step default's ratio.
+    // k = 4: 4 x 1 + 4 x 24 = 100 MiB of 16 x 24 = 384; best k = 1: 16 x 1 + 24 = 40.
+    p = {{"layers", "16"}, {"every", "4"}, {"activation_bytes", "24"}, {"checkpoint_bytes", "1"}};
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "stored_checkpointed"), 100.0);
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "stored_naive"), 384.0);
+    EXPECT_DOUBLE_EQ(out("checkpoint", p, "best_every"), 1.0);
 }
 
 TEST(Formulas, IronLawAmdahlPower) {
