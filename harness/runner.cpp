@@ -422,6 +422,7 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
     }
     record_verdict(v, g, before, after, r);
     if (!counters.empty()) r["counters"] = counters;
+    if (!inst.path.empty()) r["path"] = inst.path;
     r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
                    {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
                    {"cold", t.cold}};
