@@ -153,6 +153,10 @@ struct Op {
     std::function<std::string(const Shape&)> validate;
     // Axes that are switches rather than sizes (e.g. "causal"): 0 is allowed.
     std::vector<std::string> flag_axes;
+    // The memory roof the op is judged by: false = the STREAM triad (reads and
+    // writes), true = the calibrated read-only bandwidth, for ops whose traffic
+    // is almost all reads (a GEMV streams W and writes a vector).
+    bool read_dominated = false;
 };
 
 // What a variant hands the harness after preparing a problem: the timed call,

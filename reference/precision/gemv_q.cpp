@@ -145,6 +145,8 @@ MW_REGISTER_OP(gemv_q, {
     .make_problem = mw::precision::make_problem,
     .oracle = mw::precision::oracle,
     .check = {.reduction_length = [](const mw::Shape& s) { return double(s["n_in"]); }},
+    // W is only read, y is a vector: the read-only DRAM bandwidth is the roof.
+    .read_dominated = true,
 });
 
 MW_REGISTER_VARIANT(gemv_q_naive_cpu, {
