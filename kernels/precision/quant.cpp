@@ -232,9 +232,9 @@ std::vector<double> rounded_acts(const ActSpec& a, const float* x, std::int64_t 
         if (a.round == ActRound::int8) {
             if (a.block <= 0) throw std::invalid_argument("int8 activation block " + std::to_string(a.block) + " must be positive");
             const std::int64_t nblk = (n + a.block - 1) / a.block;
-            std::vector<std::int8_t> q(std::size_t(n));
-            std::vector<float> d(std::size_t(nblk));
-            std::vector<std::int32_t> s(std::size_t(nblk));
+            std::vector<std::int8_t> q(static_cast<std::size_t>(n));
+            std::vector<float> d(static_cast<std::size_t>(nblk));
+            std::vector<std::int32_t> s(static_cast<std::size_t>(nblk));
             quantize_acts_int8(xr, n, a.block, q.data(), d.data(), s.data());
             for (std::int64_t k = 0; k < n; ++k) o[k] = double(d[k / a.block]) * q[k];
         } else {

@@ -132,9 +132,9 @@ TEST(GemvQDotActs, SimdQuantizerMatchesReferenceBits) {
                 mw::precision::cpu::round_acts_bf16(x, b, n, ld, a);
                 for (std::int64_t bb = 0; bb < b; ++bb) {
                     const std::int64_t nb = (n + block - 1) / block;
-                    std::vector<std::int8_t> q(std::size_t(n));
-                    std::vector<float> d(std::size_t(nb));
-                    std::vector<std::int32_t> s(std::size_t(nb));
+                    std::vector<std::int8_t> q(static_cast<std::size_t>(n));
+                    std::vector<float> d(static_cast<std::size_t>(nb));
+                    std::vector<std::int32_t> s(static_cast<std::size_t>(nb));
                     mw::precision::quantize_acts_int8(x + bb * n, n, block, q.data(), d.data(), s.data());
                     for (std::int64_t k = 0; k < ld; ++k) {
                         ASSERT_EQ(a.q[std::size_t(bb * ld + k)], k < n ? q[std::size_t(k)] : 0) << isa << " n " << n << " k " << k;
