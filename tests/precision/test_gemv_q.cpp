@@ -127,9 +127,9 @@ TEST(GemvQDotActs, SimdQuantizerMatchesReferenceBits) {
                 mw::Buffer xb = mw::Buffer::make("x", mw::DType::f32, std::size_t(b * n));
                 mw::fill_uniform(xb, 1000 + n, -3.0, 3.0);
                 const float* x = xb.as<float>();
-                mw::precision::cpu::DotActs a;
+                mw::precision::cpu::DotActs a, h;
                 mw::precision::cpu::quantize_acts_int8(x, b, n, ld, block, a);
-                mw::precision::cpu::round_acts_bf16(x, b, n, ld, a);
+                mw::precision::cpu::round_acts_bf16(x, b, n, ld, h);
                 for (std::int64_t bb = 0; bb < b; ++bb) {
                     const std::int64_t nb = (n + block - 1) / block;
                     std::vector<std::int8_t> q(static_cast<std::size_t>(n));
@@ -138,7 +138,7 @@ TEST(GemvQDotActs, SimdQuantizerMatchesReferenceBits) {
                     mw::precision::quantize_acts_int8(x + bb * n, n, block, q.data(), d.data(), s.data());
                     for (std::int64_t k = 0; k < ld; ++k) {
                         ASSERT_EQ(a.q[std::size_t(bb * ld + k)], k < n ? q[std::size_t(k)] : 0) << isa << " n " << n << " k " << k;
-                        ASSERT_EQ(a.h[std::size_t(bb * ld + k)], k < n ? mw::f32_to_bf16(x[bb * n + k]) : 0) << isa << " k " << k;
+                        ASSERT_EQ(h.h[std::size_t(bb * ld + k)], k < n ? mw::f32_to_bf16(x[bb * n + k]) : 0) << isa << " k " << k;
                     }
                     for (std::int64_t g = 0; g < nb; ++g) {
                         ASSERT_EQ(a.d[std::size_t(bb * a.blocks + g)], d[std::size_t(g)]) << isa << " block " << g;
