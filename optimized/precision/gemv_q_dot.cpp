@@ -179,6 +179,20 @@ MW_TARGET_AVX2 inline __m256i int4_codes(const std::uint8_t* p) {
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
 }
 
+// Block g's integer sums scaled once: facc += s d (sum u q_x), and the
+// zero-point's share z s d sum(q_x) kept aside (subtracted at the row's end).
+template <int NB>
+MW_TARGET_AVX2 inline void close_block(const DotActs& a, const IntRow& w, std::int64_t g, std::int64_t b0, float int8_zero,
+                                       const __m256i* iacc, __m256* facc, float* corr) {
+    const float s = w.scale(g), z = w.zero(g, int8_zero);
+    for (int bb = 0; bb < NB; ++bb) {
+        const std::int64_t k = (b0 + bb) * a.blocks + g;
+        const float sd = s * a.d[k];
+        facc[bb] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[bb]), _mm256_set1_ps(sd), facc[bb]);
+        corr[bb] += sd * z * float(a.qsum[k]);
+    }
+}
+
 template <bool INT4, int NB>
 MW_TARGET_AVX512_VNNI void int_rows_vnni(const DotArgs& d, std::int64_t r0, std::int64_t r1, std::int64_t b0) {
     const QMatrix& m = *d.m;
@@ -203,13 +217,7 @@ MW_TARGET_AVX512_VNNI void int_rows_vnni(const DotArgs& d, std::int64_t r0, std:
                     iacc[bb] = _mm256_dpbusd_epi32(
                         iacc[bb], u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q.data() + (b0 + bb) * a.ld + j)));
             }
-            const float s = w.scale(g), z = w.zero(g, 128.0f);
-            for (int bb = 0; bb < NB; ++bb) {
-                const std::int64_t k = (b0 + bb) * a.blocks + g;
-                const float sd = s * a.d[k];
-                facc[bb] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[bb]), _mm256_set1_ps(sd), facc[bb]);
-                corr[bb] += sd * z * float(a.qsum[k]);
-            }
+            close_block<NB>(a, w, g, b0, 128.0f, iacc, facc, corr);
         }
         for (int bb = 0; bb < NB; ++bb) d.y[(b0 + bb) * m.n_out + r] = w.row_scale * (hsum(facc[bb]) - corr[bb]);
     }
@@ -242,13 +250,7 @@ MW_TARGET_AVX2 void int_rows_avx2(const DotArgs& d, std::int64_t r0, std::int64_
                     iacc[bb] = _mm256_add_epi32(iacc[bb], _mm256_madd_epi16(pairs, ones));
                 }
             }
-            const float s = w.scale(g), z = w.zero(g, 0.0f);  // int8 here is a signed product: no offset
-            for (int bb = 0; bb < NB; ++bb) {
-                const std::int64_t k = (b0 + bb) * a.blocks + g;
-                const float sd = s * a.d[k];
-                facc[bb] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[bb]), _mm256_set1_ps(sd), facc[bb]);
-                corr[bb] += sd * z * float(a.qsum[k]);
-            }
+            close_block<NB>(a, w, g, b0, 0.0f, iacc, facc, corr);  // int8 here is a signed product: no offset
         }
         for (int bb = 0; bb < NB; ++bb) d.y[(b0 + bb) * m.n_out + r] = w.row_scale * (hsum(facc[bb]) - corr[bb]);
     }
