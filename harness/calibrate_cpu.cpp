@@ -2,6 +2,9 @@
 //
 //   DRAM      STREAM triad a[i] = b[i] + s*c[i] over arrays far larger than
 //             any cache, 1..max_threads threads.
+//   DRAM read a streaming sum over one array far larger than any cache (only
+//             loads: the roof of ops that read much and write little, such
+//             as a GEMV's weights), 1..max_threads threads.
 //   caches    an in-place update a[i] += c swept over working sets from
 //             16 KiB to 256 MiB, one thread and all threads; L1/L2/L3 plateaus
 //             read at points chosen from the cache sizes the OS reports.
@@ -137,6 +140,64 @@ std::vector<double> measure_triad(int max_threads, bool quick) {
             triad(a.get(), b.get(), c.get(), 3.0, lo, hi);
         });
         gbps.push_back(24.0 * double(n) / t.span / 1e9);  // DRAM is shared: concurrent span
+    }
+    return gbps;
+}
+
+// ---------------------------------------------------------------- DRAM read
+// A sum over 4 bytes per float; eight independent accumulators so the adds
+// never wait on each other, and no stores at all.
+
+__attribute__((target("avx512f"))) float read_sum_avx512(const float* a, size_t lo, size_t hi) {
+    __m512 s[8];
+    for (auto& v : s) v = _mm512_setzero_ps();
+    size_t i = lo;
+    for (; i + 128 <= hi; i += 128)
+        for (int k = 0; k < 8; ++k) s[k] = _mm512_add_ps(s[k], _mm512_load_ps(a + i + 16 * k));
+    float t = 0;
+    for (; i < hi; ++i) t += a[i];
+    for (auto& v : s) t += _mm512_reduce_add_ps(v);
+    return t;
+}
+__attribute__((target("avx2"))) float read_sum_avx2(const float* a, size_t lo, size_t hi) {
+    __m256 s[8];
+    for (auto& v : s) v = _mm256_setzero_ps();
+    size_t i = lo;
+    for (; i + 64 <= hi; i += 64)
+        for (int k = 0; k < 8; ++k) s[k] = _mm256_add_ps(s[k], _mm256_load_ps(a + i + 8 * k));
+    float t = 0;
+    for (; i < hi; ++i) t += a[i];
+    alignas(32) float buf[8];
+    for (auto& v : s) {
+        _mm256_store_ps(buf, v);
+        for (float f : buf) t += f;
+    }
+    return t;
+}
+
+std::vector<double> measure_read(int max_threads, bool quick) {
+    // 1 GiB (quick: 256 MiB): the same "far beyond the L3" rule as the triad.
+    const size_t n = (quick ? 256 : 1024) * (size_t(1) << 20) / sizeof(float);
+    const int reps = quick ? 5 : 10;
+    auto a = alloc_aligned<float>(n);
+#pragma omp parallel num_threads(max_threads)
+    {
+        size_t lo, hi;
+        static_range(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+        for (size_t i = lo; i < hi; ++i) a[i] = 1.0f;
+    }
+    auto sum = has_avx512() ? read_sum_avx512 : read_sum_avx2;
+    std::vector<double> gbps;
+    volatile float sink = 0;
+    for (int nt = 1; nt <= max_threads; ++nt) {
+        // 128-float aligned ranges per thread: every thread's loop is all vector loads.
+        const size_t units = n / 128;
+        auto t = best_parallel_times(nt, reps, [&](int tid, int tn) {
+            size_t lo, hi;
+            static_range(units, tid, tn, lo, hi);
+            sink = sink + sum(a.get(), lo * 128, hi * 128);
+        });
+        gbps.push_back(4.0 * double(n) / t.span / 1e9);
     }
     return gbps;
 }
@@ -464,6 +525,7 @@ Ceilings calibrate_cpu(int max_threads, bool quick) {
     c.l3_bytes = cache_bytes(3);
 
     c.dram_triad_gbps = measure_triad(c.threads, quick);
+    c.dram_read_by_threads_gbps = measure_read(c.threads, quick);
 
     // The sweep's last point must be DRAM: at least 256 MiB and twice the L3
     // the OS reports (a power of two), at most 1 GiB (512 MiB quick, to keep
@@ -520,6 +582,12 @@ double dram_gbps(const Ceilings& c) {
     return best;
 }
 
+double dram_read_gbps(const Ceilings& c) {
+    double best = 0;
+    for (double g : c.dram_read_by_threads_gbps) best = std::max(best, g);
+    return best > 0 ? best : dram_gbps(c);
+}
+
 // ---------------------------------------------------------------- JSON
 
 static nlohmann::json points_json(const std::vector<BandwidthPoint>& pts) {
@@ -552,6 +620,8 @@ nlohmann::json to_json(const Ceilings& c) {
     j["seconds"] = c.seconds;
     j["dram_triad_gbps"] = c.dram_triad_gbps;
     j["dram_gbps"] = dram_gbps(c);
+    j["dram_read_by_threads_gbps"] = c.dram_read_by_threads_gbps;
+    j["dram_read_gbps"] = dram_read_gbps(c);
     j["caches_bytes"] = {{"l1d", c.l1d_bytes}, {"l2", c.l2_bytes}, {"l3", c.l3_bytes}};
     j["l1_gbps"] = c.l1_gbps;
     j["l2_gbps"] = c.l2_gbps;
@@ -577,6 +647,7 @@ Ceilings ceilings_from_json(const nlohmann::json& j) {
     c.threads = j.value("threads", 0);
     c.seconds = j.value("seconds", 0.0);
     c.dram_triad_gbps = j.value("dram_triad_gbps", std::vector<double>{});
+    c.dram_read_by_threads_gbps = j.value("dram_read_by_threads_gbps", std::vector<double>{});
     if (j.contains("caches_bytes")) {
         const auto& s = j["caches_bytes"];
         c.l1d_bytes = s.value("l1d", 0.0), c.l2_bytes = s.value("l2", 0.0), c.l3_bytes = s.value("l3", 0.0);

@@ -25,6 +25,9 @@ struct Ceilings {
     std::string source;  // "measured" or "quick"
     // DRAM triad bandwidth per thread count: dram_gbps[i] is with i+1 threads.
     std::vector<double> dram_triad_gbps;
+    // DRAM read-only bandwidth (a streaming sum) per thread count, GB/s: the
+    // roof of read-dominated ops (a GEMV reads W and writes one vector).
+    std::vector<double> dram_read_by_threads_gbps;
     // Working-set sweep (one thread and all threads), read+write GB/s of an
     // in-place update a[i] += c. working_set_bytes is the total over threads.
     std::vector<BandwidthPoint> cache_sweep_1t;
@@ -70,6 +73,8 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
 double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");
 double dram_gbps(const Ceilings&);
+// The best read-only figure; the triad's where none was measured (older files).
+double dram_read_gbps(const Ceilings&);
 
 // JSON form of the ceilings (the `ceilings` block of a results file); the two
 // round-trip.

@@ -10,12 +10,18 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 // One feature set per ISA for every kernel: what the SIMD rungs use between
 // them (AVX-512 F/VL/DQ/BW; FMA; F16C for the half-precision weights).
 #define MW_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma,f16c")))
 #define MW_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The AVX-512 set plus one dot-product extension, for kernels that need it
+// (the precision lever's integer- and bf16-dot rungs); callers check
+// has_avx512_vnni() / has_avx512_bf16() and otherwise take their AVX2 path.
+#define MW_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,fma,f16c")))
+#define MW_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma,f16c")))
 
 namespace mw::isa {
 
@@ -30,10 +36,15 @@ inline bool has_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
+inline bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+inline bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
 // AVX-512 where present, unless MEMWALL_ISA=avx2; else AVX2. Throws if the
 // CPU has neither feature set.
 inline Isa pick() {
     const char* force = std::getenv("MEMWALL_ISA");
+    if (force && *force && std::string_view(force) != "avx2" && std::string_view(force) != "avx512")
+        throw std::invalid_argument(std::string("MEMWALL_ISA='") + force + "' is not an ISA; choices: avx512, avx2");
     const bool want_avx2 = force && std::string_view(force) == "avx2";
     if (!want_avx2 && has_avx512()) return Isa::avx512;
     if (has_avx2()) return Isa::avx2;

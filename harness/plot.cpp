@@ -242,6 +242,10 @@ std::vector<Roof> cpu_roofs(const Ceilings& c, const std::set<std::string>& dtyp
     if (dram > 0)
         roofs.push_back({"DRAM triad " + fmt(dram) + " GB/s" + thr, dram, top,
                          std::string("lw 3 lc rgb '") + kMeasured + "'"});
+    // Read-dominated ops (a GEMV) are judged by the read-only stream.
+    if (!c.dram_read_by_threads_gbps.empty() && dram_read_gbps(c) > 0)
+        roofs.push_back({"DRAM read-only " + fmt(dram_read_gbps(c)) + " GB/s" + thr, dram_read_gbps(c), top,
+                         std::string("lw 2 dt 2 lc rgb '") + kMeasured + "'"});
     return roofs;
 }
 

@@ -153,6 +153,10 @@ struct Op {
     std::function<std::string(const Shape&)> validate;
     // Axes that are switches rather than sizes (e.g. "causal"): 0 is allowed.
     std::vector<std::string> flag_axes;
+    // The memory roof the op is judged by: false = the STREAM triad (reads and
+    // writes), true = the calibrated read-only bandwidth, for ops whose traffic
+    // is almost all reads (a GEMV streams W and writes a vector).
+    bool read_dominated = false;
 };
 
 // What a variant hands the harness after preparing a problem: the timed call,
@@ -161,6 +165,10 @@ struct Instance {
     std::function<void()> run;           // the timed work; must be re-runnable
     std::function<void()> sync = [] {};  // wait for completion (GPU); no-op on CPU
     std::function<void()> fetch = [] {}; // bring outputs into Problem::outputs (GPU)
+    // The code path prepare() chose on this machine when a variant has
+    // several (e.g. "avx512_vnni (vpdpbusd)" or its AVX2 fallback); recorded
+    // as the result row's `path`. Empty: one path only.
+    std::string path;
     // GPU variants only: runs the work once on the device and returns its
     // time in seconds measured with CUDA events (flushing L2 first when
     // `cold`). Null on the CPU, where the harness times run() itself.

@@ -150,8 +150,8 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
     return plans;
 }
 
-double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype) {
-    const double peak = peak_gflops(c, dtype), bw = dram_gbps(c);
+double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype, bool read_only) {
+    const double peak = peak_gflops(c, dtype), bw = read_only ? dram_read_gbps(c) : dram_gbps(c);
     if (peak <= 0 || bw <= 0) return 0;
     return std::min(peak, intensity * bw);
 }
@@ -239,7 +239,8 @@ json base_row(const Op& op, const Variant& v, const RunPlan& plan, const RunRequ
               {"flops", flops}, {"bytes", bytes}, {"intensity", bytes > 0 ? flops / bytes : 0.0},
               {"compulsory_bytes", op.compulsory_bytes(plan.shape, plan.dtype)},
               {"rationale", v.rationale}, {"source", v.source}, {"requires", v.needs},
-              {"seed", req.seed}, {"timing_meaningful", v.backend != Backend::cuda_emu}};
+              {"seed", req.seed}, {"timing_meaningful", v.backend != Backend::cuda_emu},
+              {"memory_roof", op.read_dominated ? "dram_read" : "dram_triad"}};
     r["executed_flops"] = v.executed_flops ? v.executed_flops(plan.shape) : flops;
     if (!op.unit.name.empty() && op.unit.per_call) {
         r["unit"] = op.unit.name;
@@ -501,6 +502,7 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
     }
     record_verdict(v, g, before, after, r);
     if (!counters.empty()) r["counters"] = counters;
+    if (!inst.path.empty()) r["path"] = inst.path;
     r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
                    {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
                    {"cold", t.cold}};
@@ -534,7 +536,8 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
         r["speedup_vs_naive_median"] =
             meaningful && naive_median > 0 ? json(naive_median / r["time_s"]["median"].get<double>()) : json();
         r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? json(vendor_best / best) : json();
-        const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>()) : 0;
+        const bool read = r.value("memory_roof", "") == "dram_read";
+        const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>(), "fp32", read) : 0;
         r["roof_gflops"] = roof > 0 ? json(roof) : json();
         r["fraction_of_roof"] = meaningful && roof > 0 ? json(r["gflops"].get<double>() / roof) : json();
         if (r.contains("peak_bytes"))
@@ -554,6 +557,7 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     doc["ceilings"] = to_json(ceilings);
     doc["ceilings"]["peak_fp32_gflops"] = peak_gflops(ceilings, "fp32");
     doc["ceilings"]["dram_gbps"] = dram_gbps(ceilings);
+    doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(ceilings);
     if (!req.command_line.empty()) doc["command"] = req.command_line;
     doc["runs"] = json::array();
     json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};

@@ -81,6 +81,8 @@ double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype);
 std::size_t problem_bytes(const Problem& p);
 
 // The all-threads roof for an intensity: min(peak, intensity * DRAM).
-double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype = "fp32");
+// min(peak, intensity x bandwidth); the bandwidth is the triad's, or with
+// read_only the read-only stream's (Op::read_dominated).
+double roof_gflops(const Ceilings& c, double intensity, const std::string& dtype = "fp32", bool read_only = false);
 
 }  // namespace mw

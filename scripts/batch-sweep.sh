@@ -15,8 +15,9 @@
 # usage: scripts/batch-sweep.sh [BUILD_DIR] [OUT_DIR] [CEILINGS_JSON]
 #   CEILINGS_JSON: from `memwall calibrate --out` (default
 #        results/<machine>/ceilings.json is not guessed: without it, BW_GBS
-#        and PEAK_GFLOPS must be set); its dram_gbps and all-thread fp32 peak
-#        draw the roof.
+#        and PEAK_GFLOPS must be set); its read-only DRAM bandwidth
+#        (dram_read_gbps; the triad's dram_gbps in files that predate it: a
+#        GEMV reads W and writes a vector) and all-thread fp32 peak draw the roof.
 #   env: N (n_out = n_in, default 18432), THREADS (default 2),
 #        BW_GBS, PEAK_GFLOPS (override the ceilings file),
 #        BATCHES (default "1 2 4 8 16 32 64 128 256"), BUDGET (s per variant, default 1)
@@ -34,7 +35,7 @@ if [[ -n "$ceilings" ]]; then
 import json, sys
 c = json.load(open(sys.argv[1]))["ceilings"]
 peak = max(p["gflops"] for p in c["peaks"] if p["dtype"] == "fp32")
-print(c["dram_gbps"], peak)' "$ceilings")
+print(c.get("dram_read_gbps", c["dram_gbps"]), peak)' "$ceilings")
   BW=${BW_GBS:-$cbw}
   PEAK=${PEAK_GFLOPS:-$cpeak}
   ceil_args=(--ceilings "$ceilings")
@@ -49,7 +50,8 @@ mkdir -p "$out"
 shapes=()
 for b in $BATCHES; do shapes+=(--shape "n_out=$N,n_in=$N,b=$b"); done
 "$build/memwall" run gemv_q --skip-naive --cold --budget "$BUDGET" "${ceil_args[@]}" --threads "$THREADS" --variant fp32 --variant bf16 --variant int8_channel \
-  --variant int4_g64_sym "${shapes[@]}" --out "$out/gemv_q_sweep.json"
+  --variant int4_g64_sym --variant fp32_repacked --variant bf16_dot_repacked --variant int8_dot_repacked \
+  --variant int4_g64_sym_dot_repacked "${shapes[@]}" --out "$out/gemv_q_sweep.json"
 
 # variant, b, gflops from the CSV the run wrote next to the JSON (the quoted
 # shape "b=..,n_in=..,n_out=.." spans three comma-separated fields: gflops is $20).
@@ -84,7 +86,11 @@ plot roof(x, 4) w l lc 1 t 'fp32 formula', roof(x, 2) w l lc 2 t 'bf16 formula',
      '< grep "^fp32 " $out/measured.dat' u 2:3 w lp lc 1 pt 7 t 'fp32 measured', \
      '< grep "^bf16 " $out/measured.dat' u 2:3 w lp lc 2 pt 7 t 'bf16 measured', \
      '< grep "^int8_channel " $out/measured.dat' u 2:3 w lp lc 3 pt 7 t 'int8 measured', \
-     '< grep "^int4_g64_sym " $out/measured.dat' u 2:3 w lp lc 4 pt 7 t 'int4 g64 measured'
+     '< grep "^int4_g64_sym " $out/measured.dat' u 2:3 w lp lc 4 pt 7 t 'int4 g64 measured', \
+     '< grep "^fp32_repacked " $out/measured.dat' u 2:3 w lp lc 1 dt 2 pt 5 t 'fp32 repacked (rung 6)', \
+     '< grep "^bf16_dot_repacked " $out/measured.dat' u 2:3 w lp lc 2 dt 2 pt 5 t 'bf16 dot repacked (rung 6)', \
+     '< grep "^int8_dot_repacked " $out/measured.dat' u 2:3 w lp lc 3 dt 2 pt 5 t 'int8 dot repacked (rung 6)', \
+     '< grep "^int4_g64_sym_dot_repacked " $out/measured.dat' u 2:3 w lp lc 4 dt 2 pt 5 t 'int4 g64 dot repacked (rung 6)'
 GP
 gnuplot "$out/sweep.gp"
 awk -v bw="$BW" -v peak="$PEAK" -v n="$N" 'BEGIN { P = n * n; R = peak / bw; d = 2 * n;

@@ -324,8 +324,10 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
               << (memory_side ? "memory-bound" : "compute-bound") << " side\n";
     if (std::isfinite(roof) && roof > 0) {
         const double frac = measured / roof;
+        const bool read = r->value("memory_roof", "") == "dram_read";
         std::cout << "  roof here min(" << num(peak_gflops(w.live.ceilings)) << ", " << num(intensity) << " x "
-                  << num(dram_gbps(w.live.ceilings)) << " GB/s) = " << num(roof) << " GFLOP/s\n"
+                  << num(read ? dram_read_gbps(w.live.ceilings) : dram_gbps(w.live.ceilings))
+                  << (read ? " GB/s read-only DRAM" : " GB/s DRAM triad") << ") = " << num(roof) << " GFLOP/s\n"
                   << "  " << bar(frac) << " " << num(100 * frac, 2) << "% of the roof\n";
         s["fraction_of_roof"] = frac;
     }

@@ -154,6 +154,7 @@ double positive(double x, const std::string& what) {
 
 Value ceiling_ref(const std::string& name, const Ceilings& c) {
     if (name == "dram_gbps") return positive(dram_gbps(c), name);
+    if (name == "dram_read_gbps") return positive(dram_read_gbps(c), name);
     if (name == "dram_1t_gbps") return positive(c.dram_triad_gbps.empty() ? 0 : c.dram_triad_gbps[0], name);
     if (name == "l1_gbps") return positive(c.l1_gbps, name);
     if (name == "l2_gbps") return positive(c.l2_gbps, name);
@@ -178,7 +179,7 @@ Value ceiling_ref(const std::string& name, const Ceilings& c) {
         return peak_for(c, dtype, threads);
     }
     throw Error("unknown ceiling '" + name +
-                "'; valid: dram_gbps, dram_1t_gbps, l1_gbps, l2_gbps, l3_gbps, l1d_bytes, l2_bytes, l3_bytes, "
+                "'; valid: dram_gbps, dram_read_gbps, dram_1t_gbps, l1_gbps, l2_gbps, l3_gbps, l1d_bytes, l2_bytes, l3_bytes, "
                 "threads, ridge, flops_per_cycle, clock_ghz, peak.<dtype>[.<N>t]");
 }
 

@@ -13,7 +13,7 @@
 //                                  run:V.distribution.OUTPUT.p_value
 //   {{speedup:simd/naive}}         best time of naive / best time of simd (same shape)
 //   {{memory:tiled/naive}}         peak_bytes of tiled / peak_bytes of naive (same shape)
-//   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_1t_gbps,
+//   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_read_gbps, dram_1t_gbps,
 //                                  l1_gbps, l2_gbps, l3_gbps, peak.fp32, peak.fp32.1t,
 //                                  ridge, clock_ghz, flops_per_cycle, l1d_bytes, ...
 //   {{machine.cpu_model}}          the results file's machine block; machine.name is

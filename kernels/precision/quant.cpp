@@ -199,4 +199,62 @@ double error_bound_at(const QMatrix& m, std::int64_t i, std::int64_t j, float w)
     return 0;
 }
 
+std::string describe(const ActSpec& a) {
+    switch (a.round) {
+        case ActRound::none: return "x fp32";
+        case ActRound::bf16: return "x bf16";
+        case ActRound::int8: return "x int8 per block of " + std::to_string(a.block);
+    }
+    return "?";
+}
+
+void quantize_acts_int8(const float* x, std::int64_t n, int block, std::int8_t* q, float* d, std::int32_t* qsum) {
+    for (std::int64_t k0 = 0, blk = 0; k0 < n; k0 += block, ++blk) {
+        const std::int64_t k1 = std::min<std::int64_t>(n, k0 + block);
+        float amax = 0;
+        for (std::int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[k]));
+        const float s = amax / 127.0f, inv = amax > 0 ? 1.0f / s : 0.0f;
+        std::int32_t sum = 0;
+        for (std::int64_t k = k0; k < k1; ++k) {
+            q[k] = std::int8_t(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+            sum += q[k];
+        }
+        d[blk] = s;
+        qsum[blk] = sum;
+    }
+}
+
+std::vector<double> rounded_acts(const ActSpec& a, const float* x, std::int64_t b, std::int64_t n) {
+    std::vector<double> out(std::size_t(b * n));
+    for (std::int64_t bb = 0; bb < b; ++bb) {
+        const float* xr = x + bb * n;
+        double* o = out.data() + bb * n;
+        if (a.round == ActRound::int8) {
+            if (a.block <= 0) throw std::invalid_argument("int8 activation block " + std::to_string(a.block) + " must be positive");
+            const std::int64_t nblk = (n + a.block - 1) / a.block;
+            std::vector<std::int8_t> q(static_cast<std::size_t>(n));
+            std::vector<float> d(static_cast<std::size_t>(nblk));
+            std::vector<std::int32_t> s(static_cast<std::size_t>(nblk));
+            quantize_acts_int8(xr, n, a.block, q.data(), d.data(), s.data());
+            for (std::int64_t k = 0; k < n; ++k) o[k] = double(d[k / a.block]) * q[k];
+        } else {
+            for (std::int64_t k = 0; k < n; ++k) o[k] = a.round == ActRound::bf16 ? bf16_to_f32(f32_to_bf16(xr[k])) : xr[k];
+        }
+    }
+    return out;
+}
+
+std::vector<double> act_error_bounds(const ActSpec& a, const float* x, std::int64_t n) {
+    std::vector<double> e(std::size_t(n), 0.0);
+    for (std::int64_t k0 = 0; k0 < n; k0 += (a.block > 0 ? a.block : n)) {
+        const std::int64_t k1 = a.block > 0 ? std::min<std::int64_t>(n, k0 + a.block) : n;
+        double amax = 0;
+        for (std::int64_t k = k0; k < k1; ++k) amax = std::max(amax, double(std::fabs(x[k])));
+        for (std::int64_t k = k0; k < k1; ++k)
+            e[k] = a.round == ActRound::int8 ? 0.5 * amax / 127 * (1 + 0x1.0p-10)
+                 : a.round == ActRound::bf16 ? 0x1.0p-9 * std::fabs(x[k]) : 0.0;
+    }
+    return e;
+}
+
 }  // namespace mw::precision

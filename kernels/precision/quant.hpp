@@ -87,6 +87,32 @@ void dequantize_row(const QMatrix& m, std::int64_t row, float* out);
 // the per-weight error bound stated above. 0 for f32; u(dtype)*|w| for bf16/f16.
 double error_bound_at(const QMatrix& m, std::int64_t row, std::int64_t col, float w);
 
+// --- activations of the dot-product rungs (optimized/precision/gemv_q_dot.cpp,
+// gemv_q_repacked.cpp) -------------------------------------------------------
+// Those rungs round x too, once per call, so that the inner product runs on
+// an integer or bf16 dot-product instruction:
+//   bf16  x_j -> bf16(x_j), round to nearest even (|error| <= 2^-9 |x_j|);
+//   int8  symmetric per block of `block` consecutive inputs (the last block
+//         may be partial): d = max|x_blk| / 127, q_j = round(x_j / d) computed
+//         as nearbyint(x_j * (1/d)) in fp32, |q_j| <= 127, x_j ~ d * q_j
+//         (|error| <= d / 2; an all-zero block has d = 0 and q = 0).
+// The variant's contract is then y = dequant(Q(W)) . dequant(Q(x)).
+enum class ActRound { none, bf16, int8 };
+struct ActSpec {
+    ActRound round = ActRound::none;
+    int block = 0;  // int8 only
+};
+std::string describe(const ActSpec& a);  // "x int8 per block of 32"
+
+// The scalar reference quantizer of one row of n activations: q[n], and per
+// block its scale d and the integer sum of its q (the kernels' zero-point
+// correction). Every SIMD quantizer must give the same bits.
+void quantize_acts_int8(const float* x, std::int64_t n, int block, std::int8_t* q, float* d, std::int32_t* qsum);
+// x rounded as `a` rounds it, widened back (exactly) to double, b rows of n.
+std::vector<double> rounded_acts(const ActSpec& a, const float* x, std::int64_t b, std::int64_t n);
+// Bound on |x_j - rounded(x_j)| for every j of one row (same rules as above).
+std::vector<double> act_error_bounds(const ActSpec& a, const float* x, std::int64_t n);
+
 // int4 helpers shared with the kernels.
 inline std::uint8_t nibble_at(const std::uint8_t* row, std::int64_t col) {
     const std::int64_t chunk = col / 32, k = col % 32;

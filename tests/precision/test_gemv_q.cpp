@@ -12,6 +12,9 @@
 #include <cstdlib>
 
 #include "harness/check.hpp"
+#include "harness/inputs.hpp"
+#include "harness/isa.hpp"
+#include "kernels/precision/gemv.hpp"
 #include "harness/gpu.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
@@ -23,17 +26,31 @@ namespace {
 using mw::precision::Format;
 using mw::precision::QuantSpec;
 
-// The format a variant stores W in, from its name.
-QuantSpec spec_of(const std::string& name) {
+// The format a variant stores W in, from its name ("_dot": rung 5 rounds x
+// too; "_repacked": rung 6, the same contract as the rung it repacks).
+QuantSpec spec_of(std::string name) {
+    for (const std::string suffix : {"_repacked", "_dot"})
+        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            name.resize(name.size() - suffix.size());
     if (name == "naive" || name == "fp32") return {Format::f32};
     if (name == "bf16" || name.rfind("cublas_bf16", 0) == 0) return {Format::bf16};
     if (name == "fp16" || name.rfind("cublas_fp16", 0) == 0) return {Format::f16};
-    if (name.rfind("int8_channel", 0) == 0) return {Format::int8_channel};
+    if (name.rfind("int8_channel", 0) == 0 || name == "int8") return {Format::int8_channel};
     for (int g : {32, 64, 128})
         for (bool asym : {false, true})
             if (name == "int4_g" + std::to_string(g) + (asym ? "_asym" : "_sym")) return {Format::int4, g, asym};
     ADD_FAILURE() << "no weight format known for variant " << name;
     return {Format::f32};
+}
+
+// How a variant rounds x, from its name, written out here rather than asked
+// of the code under test: bf16 for bf16, int8 per 32 for int8, per G for int4.
+mw::precision::ActSpec acts_of(const std::string& name) {
+    if (name.find("_dot") == std::string::npos) return {};
+    const QuantSpec w = spec_of(name);
+    if (w.format == Format::bf16) return {mw::precision::ActRound::bf16};
+    if (w.format == Format::int8_channel) return {mw::precision::ActRound::int8, 32};
+    return {mw::precision::ActRound::int8, w.group};
 }
 
 using mw::test::Case;
@@ -72,19 +89,24 @@ void check_case(const Case& c) {
     const float* W = p.in("W").as<float>();
     const float* x = p.in("x").as<float>();
     const mw::precision::QMatrix m = mw::precision::quantize(spec_of(c.variant->name), W, n_out, n_in);
-    // 2. the contract oracle, with the standard fp32 tolerance.
-    const auto contract = mw::precision::dequant_oracle(m, x, b);
+    // 2. the contract oracle (x rounded as the variant rounds it), with the
+    //    standard fp32 tolerance.
+    const auto acts = acts_of(c.variant->name);
+    const auto contract = mw::precision::dequant_oracle(m, x, b, acts);
     auto cr = mw::check_close(p.out("y"), contract, mw::DType::f32, double(n_in));
-    EXPECT_TRUE(cr.ok) << "vs y = dequant(W) x: " << cr.message;
-    // 3. the bound from the quantization step (plus fp32 accumulation error).
+    EXPECT_TRUE(cr.ok) << "vs y = dequant(W) dequant(Q(x)) (" << describe(acts) << "): " << cr.message;
+    // 3. the bound from the quantization steps of W and x (plus fp32
+    //    accumulation error): |w x - w~ x~| <= |x| |w - w~| + |w~| |x - x~|.
     const float* y = p.out("y").as<float>();
     for (std::int64_t bb = 0; bb < b; ++bb)
         for (std::int64_t i = 0; i < n_out; ++i) {
             double bound = 0, mag = 0;
+            const auto ex = mw::precision::act_error_bounds(acts, x + bb * n_in, n_in);
             for (std::int64_t j = 0; j < n_in; ++j) {
                 const double xj = std::fabs(x[bb * n_in + j]);
-                bound += xj * mw::precision::error_bound_at(m, i, j, W[i * n_in + j]);
-                mag += xj * std::fabs(W[i * n_in + j]);
+                const double ew = mw::precision::error_bound_at(m, i, j, W[i * n_in + j]);
+                bound += xj * ew + (std::fabs(W[i * n_in + j]) + ew) * ex[j];
+                mag += (xj + ex[j]) * (std::fabs(W[i * n_in + j]) + ew);
             }
             bound += 4 * 0x1.0p-24 * std::sqrt(double(n_in)) * mag + 1e-30;
             EXPECT_LE(std::fabs(y[bb * n_out + i] - oracle[0][bb * n_out + i]), bound)
@@ -93,6 +115,69 @@ void check_case(const Case& c) {
 }
 
 MW_ORACLE_SUITES(GemvQ, MatchesContractAndBound, cases, check_case);
+
+// The SIMD activation quantizers of rung 5 give the scalar reference's bits
+// (AVX-512 and AVX2), at lengths that end inside a block and inside a vector.
+TEST(GemvQDotActs, SimdQuantizerMatchesReferenceBits) {
+    for (const char* isa : {"avx512", "avx2"}) {
+        setenv("MEMWALL_ISA", isa, 1);
+        for (std::int64_t n : {1, 7, 33, 100, 129, 1000})
+            for (int block : {32, 64, 128}) {
+                const std::int64_t ld = (n + block - 1) / block * block, b = 2;
+                mw::Buffer xb = mw::Buffer::make("x", mw::DType::f32, std::size_t(b * n));
+                mw::fill_uniform(xb, 1000 + n, -3.0, 3.0);
+                const float* x = xb.as<float>();
+                mw::precision::cpu::DotActs a, h;
+                mw::precision::cpu::quantize_acts_int8(x, b, n, ld, block, a);
+                mw::precision::cpu::round_acts_bf16(x, b, n, ld, h);
+                for (std::int64_t bb = 0; bb < b; ++bb) {
+                    const std::int64_t nb = (n + block - 1) / block;
+                    std::vector<std::int8_t> q(static_cast<std::size_t>(n));
+                    std::vector<float> d(static_cast<std::size_t>(nb));
+                    std::vector<std::int32_t> s(static_cast<std::size_t>(nb));
+                    mw::precision::quantize_acts_int8(x + bb * n, n, block, q.data(), d.data(), s.data());
+                    for (std::int64_t k = 0; k < ld; ++k) {
+                        ASSERT_EQ(a.q[std::size_t(bb * ld + k)], k < n ? q[std::size_t(k)] : 0) << isa << " n " << n << " k " << k;
+                        ASSERT_EQ(h.h[std::size_t(bb * ld + k)], k < n ? mw::f32_to_bf16(x[bb * n + k]) : 0) << isa << " k " << k;
+                    }
+                    for (std::int64_t g = 0; g < nb; ++g) {
+                        ASSERT_EQ(a.d[std::size_t(bb * a.blocks + g)], d[std::size_t(g)]) << isa << " block " << g;
+                        ASSERT_EQ(a.qsum[std::size_t(bb * a.blocks + g)], s[std::size_t(g)]) << isa << " block " << g;
+                    }
+                }
+            }
+    }
+    unsetenv("MEMWALL_ISA");
+}
+
+// The activation quantizer itself against values worked out by hand.
+TEST(GemvQDotActs, ReferenceQuantizerByHand) {
+    const float x[5] = {0.5f, -1.27f, 0.0f, 0.3f, -0.01f};  // block 4: amax 1.27 -> d = 0.01; block 2: amax 0.01
+    std::int8_t q[5];
+    float d[2];
+    std::int32_t s[2];
+    mw::precision::quantize_acts_int8(x, 5, 4, q, d, s);
+    EXPECT_FLOAT_EQ(d[0], 0.01f);
+    EXPECT_EQ(q[0], 50);
+    EXPECT_EQ(q[1], -127);
+    EXPECT_EQ(q[2], 0);
+    EXPECT_EQ(q[3], 30);
+    EXPECT_EQ(s[0], 50 - 127 + 30);
+    EXPECT_EQ(q[4], -127);  // a block of its own: its amax is the value
+    EXPECT_EQ(s[1], -127);
+}
+
+TEST(GemvQCpuIsa, RejectsUnknownIsa) {
+    setenv("MEMWALL_ISA", "sse9", 1);
+    try {
+        mw::isa::pick();
+        ADD_FAILURE() << "MEMWALL_ISA=sse9 accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("sse9"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("avx2"), std::string::npos) << e.what();
+    }
+    unsetenv("MEMWALL_ISA");
+}
 
 TEST(GemvQCpuIsa, Avx2FallbackMatchesContract) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";

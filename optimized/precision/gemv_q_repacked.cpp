@@ -1,0 +1,499 @@
+// GEMV, precision lever, rung 6: repacked weights (fp32_repacked,
+// bf16_dot_repacked, int8_dot_repacked, int4_gG_{sym,asym}_dot_repacked).
+// (The whole ladder is listed in reference/precision/gemv_q.hpp.)
+//
+// Change from rung 5 (and, for fp32, rung 1): the weights are rearranged
+// once, when they are loaded (prepare(), untimed), into panels of 16 rows in
+// which each 32-bit lane of a 512-bit register holds one row's next 1 (fp32),
+// 2 (bf16), 4 (int8) or 8 (int4, two nibbles per byte) weights:
+//     panel p, step t:  64 bytes = [row 0: k..k+3][row 1: k..k+3]...[row 15]   (int8)
+// The inner loop then needs no horizontal sum and no per-row bookkeeping: one
+// 64-byte load feeds 16 rows, x arrives as a 4-byte broadcast (1, 2 or 4
+// activations) from L1, and the 16 row sums stay in one register to the end.
+// int4 unpacking is two ops per 128 weights (AND, shift+AND), shared by all
+// batch items; every batch item (up to 8 at once) reuses each loaded
+// register, so W is read once per call for b <= 8 and the extra work per item
+// is one vpdpbusd / vdpbf16ps / FMA per load.
+// Scales live beside their panel ([panel][group][16 rows], fp16 for int4), so
+// the bytes streamed are the same as rungs 1-5's: weight bytes per call are
+// unchanged, the instructions per weight fall again. Expected effect: every
+// format's b = 1 time reaches bytes / read bandwidth, and b = 8 costs little
+// more than b = 1 (int4 at b = 8 is ~8 vpdpbusd per 64 bytes: about the
+// VNNI peak, still near the memory time).
+// x is rearranged to match once per call: [k step][batch item] (one cache
+// line serves the broadcasts of up to 16 items); at b = 1 that is x itself.
+// AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
+// vpmaddwd for int, widen + FMA for bf16). Numerics: as rung 5 (fp32: as
+// rung 1).
+#include "harness/inputs.hpp"
+#include "kernels/precision/gemv.hpp"
+#include "optimized/precision/gemv_q_cpu.hpp"
+
+namespace mw::precision {
+
+double PackedMatrix::bytes() const {
+    return double(w.size_bytes()) + double(scales.size_bytes()) + double(zeros.size_bytes());
+}
+
+namespace {
+
+constexpr int kRows = 16;  // rows per panel: 16 lanes of 32 bits
+
+enum class Kind { f32, bf16, i8, i4 };
+Kind kind_of(const QuantSpec& s) {
+    switch (s.format) {
+        case Format::f32: return Kind::f32;
+        case Format::bf16: return Kind::bf16;
+        case Format::int8_channel: return Kind::i8;
+        case Format::int4: return Kind::i4;
+        default: break;
+    }
+    throw std::invalid_argument("repack: no repacked rung for " + describe(s) + " (choices: f32, bf16, int8_channel, int4)");
+}
+// Weights per 32-bit lane, i.e. k per 64-byte step.
+int per_lane(Kind k) { return k == Kind::f32 ? 1 : k == Kind::bf16 ? 2 : k == Kind::i8 ? 4 : 8; }
+
+}  // namespace
+
+PackedMatrix repack(const QMatrix& m) {
+    const Kind kind = kind_of(m.spec);
+    PackedMatrix P;
+    P.spec = m.spec;
+    P.acts = kind == Kind::f32 ? ActSpec{} : cpu::dot_acts(m.spec);
+    P.n_out = m.n_out, P.n_in = m.n_in;
+    P.kp = kind == Kind::i4 ? m.ld : (m.n_in + 31) / 32 * 32;
+    P.panels = (m.n_out + kRows - 1) / kRows;
+    const int L = per_lane(kind);
+    const std::int64_t steps = P.kp / L, panel_bytes = steps * 64;
+    P.w = Buffer::make("W_repacked", DType::u8, std::size_t(P.panels * panel_bytes));
+    const std::int64_t groups = kind == Kind::i4 ? m.groups_per_row : 0;
+    if (kind == Kind::i8) P.scales = Buffer::make("scale_f32", DType::f32, std::size_t(P.panels * kRows));
+    if (kind == Kind::i4) P.scales = Buffer::make("scale_f16", DType::f16, std::size_t(P.panels * groups * kRows));
+    if (kind == Kind::i4 && m.spec.asym) P.zeros = Buffer::make("zero_f16", DType::f16, std::size_t(P.panels * groups * kRows));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t p = 0; p < P.panels; ++p) {
+        std::uint8_t* pw = P.w.as<std::uint8_t>() + p * panel_bytes;
+        std::memset(pw, 0, std::size_t(panel_bytes));
+        for (int r = 0; r < kRows; ++r) {
+            const std::int64_t i = p * kRows + r;
+            const bool real = i < m.n_out;
+            for (std::int64_t k = 0; k < P.kp; ++k) {
+                std::uint8_t* lane = pw + (k / L) * 64 + r * 4;
+                const bool in = real && k < m.n_in;
+                switch (kind) {
+                    case Kind::f32: {
+                        const float v = in ? m.payload.as<float>()[i * m.ld + k] : 0.0f;
+                        std::memcpy(lane, &v, 4);
+                        break;
+                    }
+                    case Kind::bf16: {
+                        const std::uint16_t v = in ? m.payload.as<std::uint16_t>()[i * m.ld + k] : 0;
+                        std::memcpy(lane + 2 * (k % 2), &v, 2);
+                        break;
+                    }
+                    case Kind::i8:  // q + 128: unsigned for vpdpbusd
+                        lane[k % 4] = std::uint8_t((in ? m.payload.as<std::int8_t>()[i * m.ld + k] : 0) + 128);
+                        break;
+                    case Kind::i4: {  // lane byte j: weight k8+j low, k8+4+j high
+                        const std::uint8_t c = real ? nibble_at(m.payload.as<std::uint8_t>() + i * (m.ld / 2), k) : 8;
+                        lane[k % 4] |= std::uint8_t((k % 8) < 4 ? c : c << 4);
+                        break;
+                    }
+                }
+            }
+            if (kind == Kind::i8) P.scales.as<float>()[p * kRows + r] = real ? m.scales.as<float>()[i] : 0.0f;
+            for (std::int64_t g = 0; g < groups; ++g) {
+                const std::size_t at = std::size_t((p * groups + g) * kRows + r);
+                P.scales.as<std::uint16_t>()[at] = real ? m.scales.as<std::uint16_t>()[i * groups + g] : 0;
+                if (m.spec.asym) P.zeros.as<std::uint16_t>()[at] = real ? m.zeros.as<std::uint16_t>()[i * groups + g] : 0;
+            }
+        }
+    }
+    return P;
+}
+
+namespace cpu {
+namespace {
+
+using Kind = precision::Kind;
+
+// x for one call, in the panels' order: lane-sized units [k step][batch item].
+struct PackedActs {
+    DotActs nat;                     // rounded x, [b][kp] (rung 5's layout)
+    std::vector<std::uint32_t> x32;  // [kp / per_lane][b] (int8: 4 q; bf16: 2 halves; f32: the float's bits)
+    std::vector<float> d, qs;        // int8: [block][b] scale and sum of q (as float)
+    std::vector<float> xpad;         // f32 with n_in < kp: x zero-padded to [b][kp]
+    const std::uint32_t* x = nullptr;
+};
+
+struct Args {
+    const PackedMatrix* P;
+    const PackedActs* X;
+    std::int64_t b;
+    float* y;
+};
+
+MW_TARGET_AVX512 inline void store_rows(const Args& a, std::int64_t p, std::int64_t bb, __m512 v) {
+    const std::int64_t n = std::min<std::int64_t>(kRows, a.P->n_out - p * kRows);
+    _mm512_mask_storeu_ps(a.y + bb * a.P->n_out + p * kRows, __mmask16(n == 16 ? 0xFFFF : (1u << n) - 1), v);
+}
+MW_TARGET_AVX2 inline void store_rows8(const Args& a, std::int64_t p, int h, std::int64_t bb, __m256 v) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    const std::int64_t r0 = p * kRows + 8 * h;
+    for (int r = 0; r < 8 && r0 + r < a.P->n_out; ++r) a.y[bb * a.P->n_out + r0 + r] = t[r];
+}
+
+// --- AVX-512 (VNNI / BF16 / F) --------------------------------------------------
+// NA accumulators per batch item: 2 while there are few items, so that the
+// dot-product latency (4-5 cycles) does not pace a single item's chain.
+
+template <bool ASYM, int NB>
+MW_TARGET_AVX512_VNNI void panel_i4_vnni(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int NA = NB <= 2 ? 2 : 1;
+    const PackedMatrix& P = *a.P;
+    const std::int64_t blk = P.acts.block, groups = P.kp / blk, b = a.b;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 8) * 64;
+    const std::uint16_t* sc = P.scales.as<std::uint16_t>() + p * groups * kRows;
+    const std::uint16_t* zc = ASYM ? P.zeros.as<std::uint16_t>() + p * groups * kRows : nullptr;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 facc[NB];
+    for (int bb = 0; bb < NB; ++bb) facc[bb] = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+        __m512i iacc[NB][NA];
+        for (int bb = 0; bb < NB; ++bb)
+            for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
+        for (std::int64_t k = g * blk; k < (g + 1) * blk; k += 8, w += 64) {
+            __builtin_prefetch(w + kPrefetchBytes, 0, 3);
+            const __m512i v = _mm512_loadu_si512(w);
+            const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
+            for (int bb = 0; bb < NB; ++bb) {
+                iacc[bb][0] = _mm512_dpbusd_epi32(iacc[bb][0], lo, _mm512_set1_epi32(int(x[bb])));
+                iacc[bb][NA - 1] = _mm512_dpbusd_epi32(iacc[bb][NA - 1], hi, _mm512_set1_epi32(int(x[b + bb])));
+            }
+        }
+        const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRows)));
+        const __m512 z = ASYM ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(zc + g * kRows)))
+                              : _mm512_set1_ps(8.0f);
+        for (int bb = 0; bb < NB; ++bb) {
+            const __m512i i = NA == 2 ? _mm512_add_epi32(iacc[bb][0], iacc[bb][1]) : iacc[bb][0];
+            const std::int64_t at = g * b + b0 + bb;
+            const __m512 f = _mm512_fnmadd_ps(z, _mm512_set1_ps(a.X->qs[at]), _mm512_cvtepi32_ps(i));
+            facc[bb] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, _mm512_set1_ps(a.X->d[at])), facc[bb]);
+        }
+    }
+    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, facc[bb]);
+}
+
+template <int NB>
+MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int NA = NB <= 2 ? 2 : 1;
+    const PackedMatrix& P = *a.P;
+    const std::int64_t blk = P.acts.block, blocks = P.kp / blk, b = a.b;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 4) * 64;
+    __m512 facc[NB];
+    for (int bb = 0; bb < NB; ++bb) facc[bb] = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < blocks; ++g) {
+        __m512i iacc[NB][NA];
+        for (int bb = 0; bb < NB; ++bb)
+            for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
+        for (std::int64_t k = g * blk, t = 0; k < (g + 1) * blk; k += 4, w += 64, ++t) {
+            __builtin_prefetch(w + kPrefetchBytes, 0, 3);
+            const __m512i v = _mm512_loadu_si512(w);
+            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
+            for (int bb = 0; bb < NB; ++bb)
+                iacc[bb][t % NA] = _mm512_dpbusd_epi32(iacc[bb][t % NA], v, _mm512_set1_epi32(int(x[bb])));
+        }
+        for (int bb = 0; bb < NB; ++bb) {
+            const __m512i i = NA == 2 ? _mm512_add_epi32(iacc[bb][0], iacc[bb][1]) : iacc[bb][0];
+            const std::int64_t at = g * b + b0 + bb;
+            // the stored q + 128 added 128 * sum(q_x) to the block's sum
+            const __m512 f = _mm512_sub_ps(_mm512_cvtepi32_ps(i), _mm512_set1_ps(128.0f * a.X->qs[at]));
+            facc[bb] = _mm512_fmadd_ps(f, _mm512_set1_ps(a.X->d[at]), facc[bb]);
+        }
+    }
+    const __m512 rs = _mm512_loadu_ps(P.scales.as<float>() + p * kRows);
+    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, _mm512_mul_ps(facc[bb], rs));
+}
+
+template <int NB>
+MW_TARGET_AVX512_BF16 void panel_bf16_dot(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int NA = NB <= 2 ? 2 : 1;
+    const PackedMatrix& P = *a.P;
+    const std::int64_t b = a.b;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 2) * 64;
+    __m512 acc[NB][NA];
+    for (int bb = 0; bb < NB; ++bb)
+        for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
+    for (std::int64_t t = 0; t < P.kp / 2; ++t, w += 64) {
+        __builtin_prefetch(w + kPrefetchBytes, 0, 3);
+        const __m512bh v = (__m512bh)_mm512_loadu_si512(w);
+        const std::uint32_t* x = a.X->x + t * b + b0;
+        for (int bb = 0; bb < NB; ++bb)
+            acc[bb][t % NA] = _mm512_dpbf16_ps(acc[bb][t % NA], v, (__m512bh)_mm512_set1_epi32(int(x[bb])));
+    }
+    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, NA == 2 ? _mm512_add_ps(acc[bb][0], acc[bb][NA - 1]) : acc[bb][0]);
+}
+
+template <int NB>
+MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int NA = NB <= 2 ? 2 : 1;
+    const PackedMatrix& P = *a.P;
+    const std::int64_t b = a.b;
+    const float* w = P.w.as<float>() + p * P.kp * kRows;
+    const float* xf = reinterpret_cast<const float*>(a.X->x);
+    __m512 acc[NB][NA];
+    for (int bb = 0; bb < NB; ++bb)
+        for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
+    for (std::int64_t k = 0; k < P.kp; ++k, w += kRows) {
+        __builtin_prefetch(w + kPrefetchBytes / 4, 0, 3);
+        const __m512 v = _mm512_loadu_ps(w);
+        for (int bb = 0; bb < NB; ++bb)
+            acc[bb][k % NA] = _mm512_fmadd_ps(v, _mm512_set1_ps(xf[k * b + b0 + bb]), acc[bb][k % NA]);
+    }
+    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, NA == 2 ? _mm512_add_ps(acc[bb][0], acc[bb][NA - 1]) : acc[bb][0]);
+}
+
+// --- AVX2: the same panels as two halves of 8 rows --------------------------------
+
+template <int NB>
+MW_TARGET_AVX2 void panel_int_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
+    const PackedMatrix& P = *a.P;
+    const bool int4 = P.spec.format == Format::int4, asym = P.spec.asym;
+    const std::int64_t blk = P.acts.block, groups = P.kp / blk, b = a.b, L = int4 ? 8 : 4;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / L) * 64;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 facc[NB][2];
+    for (int bb = 0; bb < NB; ++bb) facc[bb][0] = facc[bb][1] = _mm256_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+        __m256i iacc[NB][2];
+        for (int bb = 0; bb < NB; ++bb) iacc[bb][0] = iacc[bb][1] = _mm256_setzero_si256();
+        for (std::int64_t k = g * blk; k < (g + 1) * blk; k += L, w += 64) {
+            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
+            for (int h = 0; h < 2; ++h) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * h));
+                if (int4) {
+                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    for (int bb = 0; bb < NB; ++bb) {
+                        const __m256i s0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(int(x[bb])));
+                        const __m256i s1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(int(x[b + bb])));
+                        iacc[bb][h] = _mm256_add_epi32(iacc[bb][h], _mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones));
+                    }
+                } else {  // back to signed q, then |q| against sign(x, q): no 16-bit saturation
+                    const __m256i q = _mm256_xor_si256(v, _mm256_set1_epi8(char(0x80))), aq = _mm256_abs_epi8(q);
+                    for (int bb = 0; bb < NB; ++bb) {
+                        const __m256i s = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(_mm256_set1_epi32(int(x[bb])), q));
+                        iacc[bb][h] = _mm256_add_epi32(iacc[bb][h], _mm256_madd_epi16(s, ones));
+                    }
+                }
+            }
+        }
+        for (int h = 0; h < 2; ++h) {
+            __m256 s = _mm256_set1_ps(1.0f), z = _mm256_set1_ps(int4 ? 8.0f : 0.0f);
+            if (int4) {
+                const std::int64_t at = (p * groups + g) * kRows + 8 * h;
+                s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.scales.as<std::uint16_t>() + at)));
+                if (asym) z = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.zeros.as<std::uint16_t>() + at)));
+            }
+            for (int bb = 0; bb < NB; ++bb) {
+                const std::int64_t at = g * b + b0 + bb;
+                const __m256 f = _mm256_fnmadd_ps(z, _mm256_set1_ps(a.X->qs[at]), _mm256_cvtepi32_ps(iacc[bb][h]));
+                facc[bb][h] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, _mm256_set1_ps(a.X->d[at])), facc[bb][h]);
+            }
+        }
+    }
+    for (int h = 0; h < 2; ++h) {
+        const __m256 rs = int4 ? _mm256_set1_ps(1.0f) : _mm256_loadu_ps(P.scales.as<float>() + p * kRows + 8 * h);
+        for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, _mm256_mul_ps(facc[bb][h], rs));
+    }
+}
+
+template <int NB>
+MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
+    const PackedMatrix& P = *a.P;
+    const bool bf = P.spec.format == Format::bf16;
+    const std::int64_t b = a.b, L = bf ? 2 : 1;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / L) * 64;
+    const __m256i top = _mm256_set1_epi32(int(0xFFFF0000u));
+    __m256 acc[NB][2];
+    for (int bb = 0; bb < NB; ++bb) acc[bb][0] = acc[bb][1] = _mm256_setzero_ps();
+    for (std::int64_t t = 0; t < P.kp / L; ++t, w += 64) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * h));
+            for (int bb = 0; bb < NB; ++bb) {
+                const __m256i xb = _mm256_set1_epi32(int(a.X->x[t * b + b0 + bb]));
+                if (bf) {  // lane = (k even: low half, k odd: high half)
+                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)),
+                                                 _mm256_castsi256_ps(_mm256_slli_epi32(xb, 16)), acc[bb][h]);
+                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, top)),
+                                                 _mm256_castsi256_ps(_mm256_and_si256(xb, top)), acc[bb][h]);
+                } else {
+                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(v), _mm256_castsi256_ps(xb), acc[bb][h]);
+                }
+            }
+        }
+    }
+    for (int h = 0; h < 2; ++h)
+        for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, acc[bb][h]);
+}
+
+enum class Path { i4s_vnni, i4a_vnni, i8_vnni, bf16_dot, f32_avx512, int_avx2, float_avx2 };
+
+template <int NB>
+void panel(Path path, const Args& a, std::int64_t p, std::int64_t b0) {
+    switch (path) {
+        case Path::i4s_vnni: return panel_i4_vnni<false, NB>(a, p, b0);
+        case Path::i4a_vnni: return panel_i4_vnni<true, NB>(a, p, b0);
+        case Path::i8_vnni: return panel_i8_vnni<NB>(a, p, b0);
+        case Path::bf16_dot: return panel_bf16_dot<NB>(a, p, b0);
+        case Path::f32_avx512: return panel_f32_avx512<NB>(a, p, b0);
+        case Path::int_avx2: return panel_int_avx2<NB>(a, p, b0);
+        case Path::float_avx2: return panel_float_avx2<NB>(a, p, b0);
+    }
+}
+
+Path path_for(const PackedMatrix& P) {
+    const bool wide = select_isa() == Isa::avx512;
+    switch (kind_of(P.spec)) {
+        case Kind::f32: return wide ? Path::f32_avx512 : Path::float_avx2;
+        case Kind::bf16: return wide && isa::has_avx512_bf16() ? Path::bf16_dot : Path::float_avx2;
+        case Kind::i8: return wide && isa::has_avx512_vnni() ? Path::i8_vnni : Path::int_avx2;
+        case Kind::i4:
+            return !(wide && isa::has_avx512_vnni()) ? Path::int_avx2 : P.spec.asym ? Path::i4a_vnni : Path::i4s_vnni;
+    }
+    return Path::float_avx2;
+}
+
+// Rounds x (rung 5's functions) and lays it out [k step][batch item].
+void prepare_acts(const PackedMatrix& P, const float* x, std::int64_t b, PackedActs& X) {
+    const Kind kind = kind_of(P.spec);
+    const std::int64_t L = kind == Kind::f32 ? 1 : kind == Kind::bf16 ? 2 : 4, units = P.kp / L;
+    const std::uint32_t* nat = nullptr;  // [b][units]
+    if (kind == Kind::f32) {
+        if (P.kp == P.n_in) {
+            nat = reinterpret_cast<const std::uint32_t*>(x);
+        } else {
+            X.xpad.assign(std::size_t(b * P.kp), 0.0f);
+            for (std::int64_t bb = 0; bb < b; ++bb) std::memcpy(X.xpad.data() + bb * P.kp, x + bb * P.n_in, std::size_t(P.n_in) * 4);
+            nat = reinterpret_cast<const std::uint32_t*>(X.xpad.data());
+        }
+    } else if (kind == Kind::bf16) {
+        round_acts_bf16(x, b, P.n_in, P.kp, X.nat);
+        nat = reinterpret_cast<const std::uint32_t*>(X.nat.h.data());
+    } else {
+        quantize_acts_int8(x, b, P.n_in, P.kp, P.acts.block, X.nat);
+        nat = reinterpret_cast<const std::uint32_t*>(X.nat.q.data());
+        const std::int64_t blocks = X.nat.blocks;
+        X.d.resize(std::size_t(blocks * b));
+        X.qs.resize(std::size_t(blocks * b));
+        for (std::int64_t bb = 0; bb < b; ++bb)
+            for (std::int64_t g = 0; g < blocks; ++g) {
+                X.d[std::size_t(g * b + bb)] = X.nat.d[std::size_t(bb * blocks + g)];
+                X.qs[std::size_t(g * b + bb)] = float(X.nat.qsum[std::size_t(bb * blocks + g)]);
+            }
+    }
+    if (b == 1) {
+        X.x = nat;
+        return;
+    }
+    X.x32.resize(std::size_t(units * b));
+    for (std::int64_t bb = 0; bb < b; ++bb)
+        for (std::int64_t t = 0; t < units; ++t) X.x32[std::size_t(t * b + bb)] = nat[bb * units + t];
+    X.x = X.x32.data();
+}
+
+void gemv_packed(const PackedMatrix& P, const float* x, std::int64_t b, float* y, PackedActs& X) {
+    prepare_acts(P, x, b, X);
+    const Path path = path_for(P);
+    const Args a{&P, &X, b, y};
+    // Panels dealt out in chunks of ~256 KiB: long sequential streams.
+    const double panel_bytes = double(P.w.size_bytes()) / double(P.panels);
+    const std::int64_t chunk = std::max<std::int64_t>(1, std::int64_t((256 << 10) / panel_bytes));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t p0 = 0; p0 < P.panels; p0 += chunk)
+        for (std::int64_t p = p0; p < std::min(P.panels, p0 + chunk); ++p)
+            for (std::int64_t b0 = 0; b0 < b;) {
+                const std::int64_t left = b - b0;
+                if (left >= 8) panel<8>(path, a, p, b0), b0 += 8;
+                else if (left >= 4) panel<4>(path, a, p, b0), b0 += 4;
+                else if (left >= 2) panel<2>(path, a, p, b0), b0 += 2;
+                else panel<1>(path, a, p, b0), b0 += 1;
+            }
+}
+
+}  // namespace
+
+std::string repacked_path(const QuantSpec& s) {
+    switch (path_for(PackedMatrix{.spec = s})) {
+        case Path::i4s_vnni:
+        case Path::i4a_vnni:
+        case Path::i8_vnni: return "avx512_vnni (vpdpbusd, 16-row panels)";
+        case Path::bf16_dot: return "avx512_bf16 (vdpbf16ps, 16-row panels)";
+        case Path::f32_avx512: return "avx512 (FMA, 16-row panels)";
+        case Path::int_avx2: return "avx2 (vpmaddubsw + vpmaddwd, 8-row halves)";
+        case Path::float_avx2: return "avx2 (widen + FMA, 8-row halves)";
+    }
+    return "";
+}
+
+}  // namespace cpu
+
+// This rung as a function (kernels/precision/gemv.hpp).
+void gemv(const PackedMatrix& m, const float* x, std::int64_t b, float* y) {
+    thread_local cpu::PackedActs X;
+    cpu::gemv_packed(m, x, b, y, X);
+}
+
+}  // namespace mw::precision
+
+namespace mwp = mw::precision;
+
+namespace {
+
+// Quantized and repacked here (untimed); x is rounded and laid out inside
+// every timed call.
+std::function<mw::Instance(mw::Problem&)> prepare_repacked(mwp::QuantSpec spec) {
+    return [spec](mw::Problem& p) {
+        const std::int64_t n_out = p.shape["n_out"], n_in = p.shape["n_in"], b = p.shape["b"];
+        auto m = std::make_shared<mwp::PackedMatrix>(
+            mwp::repack(mwp::quantize(spec, p.in("W").as<float>(), n_out, n_in)));
+        auto X = std::make_shared<mwp::cpu::PackedActs>();
+        const float* x = p.in("x").as<float>();
+        float* y = p.out("y").as<float>();
+        mwp::cpu::gemv_packed(*m, x, b, y, *X);  // sizes the scratch: the timed calls do not allocate
+        mw::Instance inst;
+        inst.run = [=] { mwp::cpu::gemv_packed(*m, x, b, y, *X); };
+        inst.path = mwp::cpu::repacked_path(spec);
+        return inst;
+    };
+}
+
+mw::Variant repacked_variant(std::string name, mwp::QuantSpec spec, std::string rationale) {
+    const mwp::ActSpec acts = spec.format == mwp::Format::f32 ? mwp::ActSpec{} : mwp::cpu::dot_acts(spec);
+    return {.name = std::move(name), .op = "gemv_q", .lever = "precision",
+            .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 6,
+            .rationale = std::move(rationale),
+            .needs = {"avx2"},
+            .bytes = [spec](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes(spec, s); },
+            .prepare = prepare_repacked(spec),
+            .contract_oracle = spec.format == mwp::Format::f32 ? nullptr : mwp::contract_oracle(spec, acts)};
+}
+
+std::string int4_rationale(int g, bool asym) {
+    return "int4 g" + std::to_string(g) + (asym ? " asym" : " sym") +
+           " in 16-row panels: one 64-byte load and two unpack ops feed 128 weights to every batch item's vpdpbusd";
+}
+
+}  // namespace
+
+MW_REGISTER_VARIANT(gemv_q_fp32_repacked_cpu, {repacked_variant("fp32_repacked", {mwp::Format::f32},
+    "fp32 in 16-row panels: x broadcast from L1, each loaded weight register reused by up to 8 batch items")});
+MW_REGISTER_VARIANT(gemv_q_bf16_dot_repacked_cpu, {repacked_variant("bf16_dot_repacked", {mwp::Format::bf16},
+    "bf16 in 16-row panels, vdpbf16ps against broadcast bf16 pairs of x, reused by up to 8 batch items")});
+MW_REGISTER_VARIANT(gemv_q_int8_dot_repacked_cpu, {repacked_variant("int8_dot_repacked", {mwp::Format::int8_channel},
+    "int8 in 16-row panels, vpdpbusd against broadcast int8 quads of x, reused by up to 8 batch items")});
+MW_REGISTER_VARIANT(gemv_q_int4_g32_sym_dot_repacked_cpu, {repacked_variant("int4_g32_sym_dot_repacked", {mwp::Format::int4, 32, false}, int4_rationale(32, false))});
+MW_REGISTER_VARIANT(gemv_q_int4_g64_sym_dot_repacked_cpu, {repacked_variant("int4_g64_sym_dot_repacked", {mwp::Format::int4, 64, false}, int4_rationale(64, false))});
+MW_REGISTER_VARIANT(gemv_q_int4_g32_asym_dot_repacked_cpu, {repacked_variant("int4_g32_asym_dot_repacked", {mwp::Format::int4, 32, true}, int4_rationale(32, true))});
+MW_REGISTER_VARIANT(gemv_q_int4_g64_asym_dot_repacked_cpu, {repacked_variant("int4_g64_asym_dot_repacked", {mwp::Format::int4, 64, true}, int4_rationale(64, true))});
