@@ -232,7 +232,8 @@ std::vector<Output> eval_quant(const Params& p) {
         out("overhead_vs_payload", meta / bits, "1", "metadata bits / payload bits"),
         out("overhead_vs_reference", meta / ref, "1", "metadata bits / reference_bits"),
         out("payload_compression", ref / bits, "1", "reference_bits / bits (metadata ignored)"),
-        out("compression", ref / eff, "1", "reference_bits / effective_bits (metadata counted)")};
+        out("compression", ref / eff, "1", "reference_bits / effective_bits (metadata counted)"),
+        out("size_vs_reference", eff / ref, "1", "effective_bits / reference_bits: the share of the original size")};
     if (p.num.count("weights"))
         o.push_back(out("bytes_per_shard", p.at("weights") * eff / 8 / p.at("shards"), "B",
                         "weights x effective_bits / 8 / shards"));
@@ -544,6 +545,56 @@ std::vector<Output> eval_moe(const Params& p) {
             out("active_fraction", k / E, "1", "top_k / experts of the expert parameters touched per token")};
 }
 
+// Two stated numbers against each other: the share one is of the other, the
+// rest, and the ratio (percentages, "6x higher", "85 percent missing").
+std::vector<Output> eval_share(const Params& p) {
+    const double part = p.at("part"), whole = p.at("whole");
+    // --dim gives the quotient and product a unit (12 / 1.98e9 Hz in "s").
+    const std::string d = p.str.count("dim") ? p.str.at("dim") : "1";
+    return {out("share", part / whole, d, "part / whole"), out("rest", 1 - part / whole, "1", "1 - part / whole"),
+            out("ratio", whole / part, d, "whole / part"), out("difference", whole - part, d, "whole - part"),
+            out("product", part * whole, d, "part x whole")};
+}
+
+std::vector<Output> eval_sum(const Params& p) {
+    double t = 0;
+    for (const char* k : {"a", "b", "c", "d", "e"}) t += num_or(p, k, 0);
+    return {out("total", t, "1", "a + b + c + d + e")};
+}
+
+// Bits, mantissa and largest finite value of a number format.
+struct NumberFormat {
+    const char* name;
+    int bits, exponent, mantissa;
+    double max;  // largest finite value
+};
+const std::vector<NumberFormat>& number_formats() {
+    // IEEE-style max = (2 - 2^-m) 2^(2^(e-1) - 1); FP8 E4M3 keeps one NaN code
+    // instead of infinities, so its max is 448; integers are two's complement.
+    static const std::vector<NumberFormat> v = {
+        {"fp32", 32, 8, 23, (2 - std::pow(2.0, -23)) * std::pow(2.0, 127)},
+        {"tf32", 19, 8, 10, (2 - std::pow(2.0, -10)) * std::pow(2.0, 127)},
+        {"fp16", 16, 5, 10, 65504},
+        {"bf16", 16, 8, 7, (2 - std::pow(2.0, -7)) * std::pow(2.0, 127)},
+        {"fp8_e4m3", 8, 4, 3, 448},
+        {"fp8_e5m2", 8, 5, 2, 57344},
+        {"int8", 8, 0, 0, 127},
+        {"int4", 4, 0, 0, 7}};
+    return v;
+}
+
+std::vector<Output> eval_number_format(const Params& p) {
+    const std::string& name = p.str.at("format");
+    for (auto& f : number_formats())
+        if (name == f.name)
+            return {out("bits", f.bits, "1", "bits per value (TF32 sits in a 32-bit slot)"),
+                    out("mantissa_bits", f.mantissa, "1", "stored fraction bits (0 for integers)"),
+                    out("max", f.max, "1", "largest finite value"),
+                    out("range_exponent", std::floor(std::log10(f.max)), "1", "floor(log10(max)): the 10^k of the range"),
+                    out("min_int", f.exponent == 0 ? -std::pow(2.0, f.bits - 1) : 0, "1", "integers: -2^(bits-1)")};
+    throw UsageError("missing required parameter --format");
+}
+
 std::vector<Formula> build() {
     std::vector<Formula> f;
     {
@@ -731,6 +782,20 @@ std::vector<Formula> build() {
                   opt("top_expert_share", "fraction", "share of routing to the busiest expert (default balanced 1/E)"),
                   opt("aux_alpha", "x", "weight of the auxiliary loss", 0.01)},
                  eval_moe});
+    f.push_back({"share", "two stated numbers against each other (percentages, ratios)",
+                 "share = part / whole; rest = 1 - share; ratio = whole / part",
+                 {req("part", "value", "the smaller or the later number"), req("whole", "value", "the number it is compared with"),
+                  choice("dim", "unit of share, ratio and product (default 1)", {"1", "s", "B", "FLOP", "FLOP/s", "B/s", "W", "USD"})},
+                 eval_share});
+    f.push_back({"sum", "the shares or terms a text adds up", "total = a + b + c + d + e",
+                 {req("a", "value", "first term"), req("b", "value", "second term"), opt("c", "value", "third term"),
+                  opt("d", "value", "fourth term"), opt("e", "value", "fifth term")},
+                 eval_sum});
+    for (auto& ps : f.back().params) ps.any_sign = true;
+    f.push_back({"number_format", "bits, mantissa bits and range of a number format",
+                 "IEEE max = (2 - 2^-m) x 2^(2^(e-1) - 1); FP8 E4M3 max 448; INTb: -2^(b-1) .. 2^(b-1) - 1",
+                 {choice("format", "the format", {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"})},
+                 eval_number_format});
     // --gpu choices are the spec table's names (matched loosely by find_gpu_spec).
     for (auto& fm : f)
         for (auto& ps : fm.params)
@@ -824,6 +889,7 @@ const std::vector<Unit>& units() {
         {"FLOP/B", "FLOP/B", 1},
         {"FLOP/s", "FLOP/s", 1}, {"GFLOP/s", "FLOP/s", 1e9}, {"TFLOP/s", "FLOP/s", 1e12},
         {"B/s", "B/s", 1},      {"GB/s", "B/s", 1e9},    {"TB/s", "B/s", 1e12},
+        {"days", "s", 86400},
         {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
         {"bits", "bit", 1},
         {"W", "W", 1},          {"kW", "W", 1e3},
