@@ -587,8 +587,8 @@ std::vector<Output> eval_number_format(const Params& p) {
     const std::string& name = p.str.at("format");
     for (auto& f : number_formats())
         if (name == f.name)
-            return {out("bits", f.bits, "1", "bits per value (TF32 sits in a 32-bit slot)"),
-                    out("mantissa_bits", f.mantissa, "1", "stored fraction bits (0 for integers)"),
+            return {out("bits", f.bits, "bit", "bits per value (TF32 sits in a 32-bit slot)"),
+                    out("mantissa_bits", f.mantissa, "bit", "stored fraction bits (0 for integers)"),
                     out("max", f.max, "1", "largest finite value"),
                     out("range_exponent", std::floor(std::log10(f.max)), "1", "floor(log10(max)): the 10^k of the range"),
                     out("min_int", f.exponent == 0 ? -std::pow(2.0, f.bits - 1) : 0, "1", "integers: -2^(bits-1)")};

@@ -239,7 +239,8 @@ double stated_precision(double v, const json& claim) {
 
 // How bad a "differs" is: a wrong conclusion (the claim is a conclusion the
 // text draws, or a category), rounding (within the precision the text
-// states), else a real error with the factor ours / published.
+// states, and within 10%; or within 1%), else a real error with the factor
+// ours / published.
 void classify(const json& c, const Value& v, const std::string& unit, json& row) {
     const json& pub = c.at("published");
     if (c.value("conclusion", false) || v.dim == "text") {
@@ -255,8 +256,11 @@ void classify(const json& c, const Value& v, const std::string& unit, json& row)
     } else {
         target = pub.at("value").get<double>();
     }
-    const double unit_digit = stated_precision(target, c);
-    if (std::abs(ours - target) <= unit_digit * (1 + 1e-9)) {
+    // Rounding: within one unit of the last stated digit and within 10%, or
+    // within 1% whatever the digits ("100x" does not make 15x a rounding).
+    const double unit_digit = stated_precision(target, c), diff = std::abs(ours - target);
+    const double rel = target != 0 ? diff / std::abs(target) : 0;
+    if ((diff <= unit_digit * (1 + 1e-9) && rel <= 0.1) || rel <= 0.01) {
         row["severity"] = "rounding";
         row["severity_note"] = "within one unit (" + calc::fmt(unit_digit) + ") of the last digit the text states";
         return;
@@ -492,8 +496,10 @@ json cross_checks(const json& rows, const json& claims) {
                          {"recomputation", r.value("recomputation", "")}, {"why", r.value("explanation", "")}});
     }
     std::map<std::string, std::vector<const json*>> by_key;
-    for (auto& c : claims)
-        for (auto& [k, v] : c.value("quantities", json::object()).items()) by_key[k].push_back(&c);
+    for (auto& c : claims) {
+        if (!c.contains("quantities")) continue;
+        for (auto& [k, v] : c["quantities"].items()) by_key[k].push_back(&c);
+    }
     for (auto& [k, cs] : by_key)
         for (std::size_t i = 0; i < cs.size(); ++i)
             for (std::size_t j = i + 1; j < cs.size(); ++j) {
