@@ -452,13 +452,13 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
                 misquoted.push_back({{"id", c["id"]}, {"file", file}, {"line", line}, {"quote", quote}});
         }
     const fs::path skips_path = claims_path.parent_path() / "coverage.json";
-    if (fs::exists(skips_path))
-        for (auto& sk : read_json_file(skips_path).at("skips")) {
-            if (sk.value("reason", "").empty()) throw std::runtime_error("coverage.json: a skip without a reason: " + sk.dump());
-            const int a = sk.contains("line") ? sk["line"].get<int>() : sk.at("from").get<int>();
-            const int b = sk.contains("line") ? a : sk.at("to").get<int>();
-            for (int l = a; l <= b; ++l) skipped[sk.at("file").get<std::string>()].insert(l);
-        }
+    const json skips = fs::exists(skips_path) ? read_json_file(skips_path) : json{{"skips", json::array()}};
+    for (auto& sk : skips.at("skips")) {
+        if (sk.value("reason", "").empty()) throw std::runtime_error("coverage.json: a skip without a reason: " + sk.dump());
+        const int a = sk.contains("line") ? sk["line"].get<int>() : sk.at("from").get<int>();
+        const int b = sk.contains("line") ? a : sk.at("to").get<int>();
+        for (int l = a; l <= b; ++l) skipped[sk.at("file").get<std::string>()].insert(l);
+    }
     int found = 0, covered = 0, skip = 0;
     json uncovered = json::array();
     for (auto& [file, lines] : text)
