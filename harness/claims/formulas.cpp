@@ -562,6 +562,35 @@ std::vector<Output> eval_sum(const Params& p) {
     return {out("total", t, "1", "a + b + c + d + e")};
 }
 
+// A number one line of a text states again, read as the line it comes from
+// defines it (factor converts units, 60 s -> 1 min). A restatement that
+// changes the number is an inconsistency between the two lines.
+std::vector<Output> eval_restated(const Params& p) {
+    const double v = p.at("value") * p.at("factor");
+    if (!p.str.count("unit")) return {out("value", v, "1", "value x factor")};
+    const Unit* u = find_unit(p.str.at("unit"));
+    if (!u || u->dim == "text") throw UsageError("--unit '" + p.str.at("unit") + "' is not a unit of `memwall calc`");
+    return {out("value", v * u->factor, u->dim, "value x factor, in --unit")};
+}
+
+// HBM traffic of a transformer FFN block (x @ W1, GELU, @ W2, LayerNorm), the
+// unfused chain against epilogue fusion. Each kernel reads its inputs and
+// writes its output once: GEMM1 T d + e d^2 + e T d, GELU 2 e T d, GEMM2
+// e T d + e d^2 + T d, LayerNorm 2 T d (its weights ignored).
+std::vector<Output> eval_ffn_traffic(const Params& p) {
+    const double T = p.at("tokens"), d = p.at("d_model"), e = p.at("expansion"), b = p.at("dtype_bytes");
+    const std::string fuse = p.str.count("fuse") ? p.str.at("fuse") : "gelu_epilogue";
+    const double unfused = (2 * e * d * d + 4 * T * d + 4 * e * T * d) * b;
+    double saved = 2 * e * T * d * b;  // GELU applied in GEMM1's epilogue: h is neither written nor reread
+    double kernels = 3;
+    if (fuse == "both_epilogues") saved += 2 * T * d * b, kernels = 2;  // LayerNorm in GEMM2's epilogue too
+    return {out("unfused_bytes", unfused, "B", "(2 e d^2 + 4 T d + 4 e T d) x dtype_bytes"),
+            out("fused_bytes", unfused - saved, "B", "unfused - the intermediates fusion keeps on chip"),
+            out("reduction", saved / unfused, "1", "share of the unfused traffic fusion removes"),
+            out("kernels_unfused", 4, "1", "GEMM, GELU, GEMM, LayerNorm"),
+            out("kernels_fused", kernels, "1", "gelu_epilogue: 3; both_epilogues: 2")};
+}
+
 // Bits, mantissa and largest finite value of a number format.
 struct NumberFormat {
     const char* name;
@@ -792,6 +821,18 @@ std::vector<Formula> build() {
                   opt("d", "value", "fourth term"), opt("e", "value", "fifth term")},
                  eval_sum});
     for (auto& ps : f.back().params) ps.any_sign = true;
+    f.push_back({"restated", "a number a line states again, from the line that defines it",
+                 "value = value stated there x factor (unit conversion)",
+                 {req("value", "value", "the number as the defining line states it"),
+                  opt("factor", "x", "unit conversion to the restating line's unit", 1),
+                  choice("unit", "unit of the value (default dimensionless)", unit_names())},
+                 eval_restated});
+    f.push_back({"ffn_traffic", "HBM traffic of a transformer FFN block (GEMM, GELU, GEMM, LayerNorm), unfused vs epilogue-fused",
+                 "unfused = (2 e d^2 + 4 T d + 4 e T d) b; GELU in GEMM1's epilogue saves 2 e T d b; LayerNorm in GEMM2's saves 2 T d b more",
+                 {req("tokens", "count", "tokens T (batch x sequence)"), req("d_model", "count", "hidden width d"),
+                  opt("expansion", "count", "FFN width / d (e)", 4), opt("dtype_bytes", "bytes", "bytes per element", 2),
+                  choice("fuse", "gelu_epilogue (default) or both_epilogues", {"gelu_epilogue", "both_epilogues"})},
+                 eval_ffn_traffic});
     f.push_back({"number_format", "bits, mantissa bits and range of a number format",
                  "IEEE max = (2 - 2^-m) x 2^(2^(e-1) - 1); FP8 E4M3 max 448; INTb: -2^(b-1) .. 2^(b-1) - 1",
                  {choice("format", "the format", {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"})},
@@ -890,11 +931,11 @@ const std::vector<Unit>& units() {
         {"FLOP/s", "FLOP/s", 1}, {"GFLOP/s", "FLOP/s", 1e9}, {"TFLOP/s", "FLOP/s", 1e12},
         {"B/s", "B/s", 1},      {"GB/s", "B/s", 1e9},    {"TB/s", "B/s", 1e12},
         {"days", "s", 86400},
-        {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
+        {"min", "s", 60},        {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
         {"bits", "bit", 1},
         {"W", "W", 1},          {"kW", "W", 1e3},
         {"x", "1", 1},          {"fraction", "1", 1},    {"%", "1", 0.01},       {"tokens", "1", 1},
-        {"tokens/s", "1", 1},   {"requests", "1", 1},    {"orders of magnitude", "1", 1}, {"round trips", "1", 1},
+        {"tokens/s", "1", 1},   {"requests", "1", 1},    {"kernels", "1", 1},     {"count", "1", 1},    {"orders of magnitude", "1", 1}, {"round trips", "1", 1},
         {"USD", "USD", 1},
         {"text", "text", 1},
     };

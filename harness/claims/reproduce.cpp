@@ -314,6 +314,8 @@ Judged judge(const json& c, bool run_experiments) {
                 row["ours"] = v.text;
                 row["ours_text"] = v.text;
                 verdict = pub.at("value").get<std::string>() == v.text ? "reproduced" : "differs";
+                if (verdict == "differs")
+                    recomputation = "ours " + v.text + " vs published " + pub.at("value").get<std::string>();
             } else {
                 const double lo = calc::to_unit(v.lo, v.dim, unit), hi = calc::to_unit(v.hi, v.dim, unit);
                 row["ours"] = lo == hi ? json(lo) : json::array({lo, hi});
@@ -345,6 +347,7 @@ Judged judge(const json& c, bool run_experiments) {
             for (auto& a : c.value("alternatives", json::array())) {
                 json ch = check;
                 if (a.contains("output")) ch["output"] = a["output"];
+                if (a.contains("formula")) ch["formula"] = a["formula"];  // another accounting of the same figure
                 Value w = eval_formula_check(ch, a.value("params", json::object()));
                 std::string t = w.text;
                 if (w.dim != "text") {

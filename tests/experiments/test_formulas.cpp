@@ -294,6 +294,29 @@ TEST(Formulas, ShareSumNumberFormat) {
     EXPECT_DOUBLE_EQ(out("number_format", {{"format", "bf16"}}, "range_exponent"), 38);
 }
 
+// A restatement is the defining line's number, converted: 90 s -> 1.5 min.
+TEST(Formulas, Restated) {
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "30"}}, "value"), 30.0);
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "90"}, {"factor", "0.0166666666666666667"}}, "value"), 1.5);
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "30"}, {"unit", "min"}}, "value"), 1800.0);  // in base units: s
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "14"}, {"unit", "%"}}, "value"), 0.14);
+}
+
+// FFN block, T = 8192 tokens, d = 4096, e = 4, FP16, by hand:
+// unfused = (2*4*4096^2 + 4*8192*4096 + 16*8192*4096) * 2 = (134,217,728 + 134,217,728 + 536,870,912) * 2
+//         = 1,610,612,736 B; GELU epilogue saves 2*4*8192*4096*2 = 536,870,912 B -> 1/3;
+// LayerNorm epilogue too saves 2*8192*4096*2 = 134,217,728 B more -> 671,088,640 / 1,610,612,736 = 5/12.
+TEST(Formulas, FfnTraffic) {
+    std::map<std::string, std::string> m = {{"tokens", "8192"}, {"d_model", "4096"}};
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "unfused_bytes"), 1610612736.0);
+    EXPECT_NEAR(out("ffn_traffic", m, "reduction"), 1.0 / 3.0, 1e-12);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_fused"), 3);
+    m["fuse"] = "both_epilogues";
+    EXPECT_NEAR(out("ffn_traffic", m, "reduction"), 5.0 / 12.0, 1e-12);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_fused"), 2);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_unfused"), 4);
+}
+
 TEST(Formulas, WholeCountsFractionsAndPeaks) {
     // A count must be whole, a fraction at most 1, a measurement at most its peak.
     EXPECT_THROW(out("kv_cache", {{"layers", "32.5"}, {"kv_heads", "8"}, {"head_dim", "128"}, {"tokens", "10"}}, "bytes"), mw::UsageError);
