@@ -115,6 +115,13 @@ std::vector<Output> eval_roofline(const Params& p) {
         o.push_back(text("regime", I < ridge ? "memory-bound" : "compute-bound", "below the ridge: memory-bound"));
         o.push_back(out("orders_below_ridge", std::log10(ridge / I), "1", "log10(ridge / intensity)"));
     }
+    // A measured figure above its peak is a misread profile or a wrong peak: say so.
+    if (p.num.count("achieved_tflops") && p.at("achieved_tflops") * 1e12 > peak * (1 + 1e-9))
+        throw UsageError("--achieved_tflops " + fmt(p.at("achieved_tflops")) + " exceeds the peak " + fmt(peak / 1e12) +
+                         " TFLOP/s; a measurement cannot beat its roof");
+    if (p.num.count("achieved_tbs") && p.at("achieved_tbs") * 1e12 > bw * (1 + 1e-9))
+        throw UsageError("--achieved_tbs " + fmt(p.at("achieved_tbs")) + " exceeds the peak bandwidth " + fmt(bw / 1e12) +
+                         " TB/s; a measurement cannot beat its roof");
     if (p.num.count("achieved_tflops") && p.num.count("achieved_tbs")) {
         const double f = p.at("achieved_tflops") * 1e12, b = p.at("achieved_tbs") * 1e12;
         o.push_back(out("observed_intensity", f / b, "FLOP/B", "achieved FLOP/s / achieved B/s"));
@@ -225,7 +232,8 @@ std::vector<Output> eval_quant(const Params& p) {
         out("overhead_vs_payload", meta / bits, "1", "metadata bits / payload bits"),
         out("overhead_vs_reference", meta / ref, "1", "metadata bits / reference_bits"),
         out("payload_compression", ref / bits, "1", "reference_bits / bits (metadata ignored)"),
-        out("compression", ref / eff, "1", "reference_bits / effective_bits (metadata counted)")};
+        out("compression", ref / eff, "1", "reference_bits / effective_bits (metadata counted)"),
+        out("size_vs_reference", eff / ref, "1", "effective_bits / reference_bits: the share of the original size")};
     if (p.num.count("weights"))
         o.push_back(out("bytes_per_shard", p.at("weights") * eff / 8 / p.at("shards"), "B",
                         "weights x effective_bits / 8 / shards"));
@@ -271,7 +279,6 @@ std::vector<Output> eval_fusion(const Params& p) {
 
 std::vector<Output> eval_spec(const Params& p) {
     const double a = p.at("alpha"), g = p.at("gamma");
-    if (a > 1) throw UsageError("--alpha is a probability; valid: 0..1");
     // Geometric acceptance: token i (1..gamma) survives with alpha^i, plus
     // one token from the target at the first rejection (or a bonus token).
     const double E = a == 1 ? g + 1 : (1 - std::pow(a, g + 1)) / (1 - a);
@@ -357,12 +364,273 @@ std::vector<Output> eval_amdahl(const Params& p) {
 std::vector<Output> eval_power(const Params& p) {
     const double n = p.at("accesses_per_s"), e = p.at("pj_per_access") * 1e-12;
     const double f = p.at("moved_fraction"), e2 = p.at("moved_pj") * 1e-12;
-    if (f > 1) throw UsageError("--moved_fraction is a fraction; valid: 0..1");
     const double before = n * e, after = n * ((1 - f) * e + f * e2);
     return {out("power", before, "W", "accesses_per_s x energy per access"),
             out("power_after", after, "W", "with moved_fraction of the accesses at moved_pj"),
             out("savings", before - after, "W", "power - power_after"),
             out("energy_ratio", e / (e2 > 0 ? e2 : e), "1", "pj_per_access / moved_pj")};
+}
+
+
+// ---- communication, serving, training, MoE ------------------------------------
+
+// A collective's time on a ring: allreduce moves 2 (N-1)/N of the payload per
+// GPU, allgather, reduce-scatter and alltoall (N-1)/N.
+std::vector<Output> eval_collective(const Params& p) {
+    const double bytes = p.at("bytes"), N = p.at("gpus"), bw = p.at("bandwidth_gbs") * 1e9;
+    const std::string op = p.str.count("op") ? p.str.at("op") : "allreduce";
+    const double factor = (op == "allreduce" ? 2 : 1) * (N - 1) / N;
+    const double wire = factor * bytes / bw, launch = p.at("launch_us") * 1e-6;
+    return {out("ring_factor", factor, "1", "allreduce 2 (N-1)/N, others (N-1)/N: payloads each GPU sends"),
+            out("bytes_on_wire", factor * bytes, "B", "ring_factor x bytes, per GPU"),
+            out("wire_time", wire, "s", "ring_factor x bytes / bandwidth"),
+            out("payload_time", bytes / bw, "s", "bytes / bandwidth (no ring factor)"),
+            out("time", wire + launch, "s", "wire_time + launch_us"),
+            out("launch_to_payload", launch / (bytes / bw), "1", "launch_us / (bytes / bandwidth)")};
+}
+
+// The seeds' exposed-time test: communication leaves the critical path when
+// T_comm - T_overlap <= T_compute / N.
+std::vector<Output> eval_overlap(const Params& p) {
+    const double comm = p.at("comm_ms") * 1e-3, compute = p.at("compute_ms") * 1e-3;
+    const double window = compute / p.at("gpus"), other = p.at("other_ms") * 1e-3;
+    const double exposed = std::max(0.0, comm - p.at("overlap_ms") * 1e-3 - window);
+    const double serial = other + compute + comm, overlapped = other + compute + exposed;
+    return {out("window", window, "s", "compute_ms / gpus: the compute communication can hide behind"),
+            out("exposed", exposed, "s", "max(0, comm - overlap - window)"),
+            text("verdict", exposed == 0 ? "hidden" : "exposed", "hidden when comm - overlap <= compute / N"),
+            out("compute_to_comm", window / comm, "1", "window / comm_ms"),
+            out("hidden_fraction", (comm - exposed) / comm, "1", "share of the communication that overlap hides"),
+            out("step_serial", serial, "s", "other_ms + compute_ms + comm_ms"),
+            out("step_overlapped", overlapped, "s", "other_ms + compute_ms + exposed"),
+            out("speedup", serial / overlapped, "1", "step_serial / step_overlapped")};
+}
+
+// Compute lost to the SMs a communication kernel occupies while it overlaps.
+std::vector<Output> eval_sm_partition(const Params& p) {
+    const double sms = p.at("sms"), busy = p.at("comm_sms");
+    if (busy > sms) throw UsageError("--comm_sms (" + fmt(busy) + ") exceeds --sms (" + fmt(sms) + ")");
+    std::vector<Output> o = {out("loss", busy / sms, "1", "comm_sms / sms: compute throughput lost while overlapping")};
+    if (p.num.count("compute_ms") && p.num.count("comm_ms")) {
+        const double c = p.at("compute_ms") * 1e-3, m = p.at("comm_ms") * 1e-3;
+        const double slowed = c / (1 - busy / sms);
+        o.push_back(out("step_overlapped", std::max(slowed, m), "s", "max(compute / (1 - loss), comm)"));
+        o.push_back(out("step_serial", c + m, "s", "compute + comm"));
+        o.push_back(out("gain", (c + m) / std::max(slowed, m), "1", "step_serial / step_overlapped"));
+    }
+    return o;
+}
+
+// Paged vs contiguous KV-cache allocation for sequences of avg_tokens.
+std::vector<Output> eval_paged_kv(const Params& p) {
+    const double max_t = p.at("max_tokens"), avg = p.at("avg_tokens"), page = p.at("page_tokens");
+    if (avg > max_t) throw UsageError("--avg_tokens (" + fmt(avg) + ") exceeds --max_tokens (" + fmt(max_t) + ")");
+    const double paged_alloc = std::ceil(avg / page) * page;
+    return {out("contiguous_waste", 1 - avg / max_t, "1", "1 - avg_tokens / max_tokens: a slab per request sized for the maximum"),
+            out("paged_waste", 1 - avg / paged_alloc, "1", "1 - avg / (ceil(avg / page) x page): only the last page is partly empty"),
+            out("paged_waste_bound", (page - 1) / (avg + page - 1), "1", "(page - 1) / (avg + page - 1): last page holds one token"),
+            out("batch_gain", max_t / paged_alloc, "1", "requests that fit in the same memory, paged / contiguous")};
+}
+
+// Asymmetric (min-max) quantization of one block: scale and zero point.
+std::vector<Output> eval_quant_scale(const Params& p) {
+    const double lo = p.at("x_min"), hi = p.at("x_max"), b = p.at("bits");
+    if (hi <= lo) throw UsageError("--x_max (" + fmt(hi) + ") must exceed --x_min (" + fmt(lo) + ")");
+    const double levels = std::pow(2.0, b), s = (hi - lo) / (levels - 1);
+    return {out("scale", s, "1", "(x_max - x_min) / (2^bits - 1)"),
+            out("zero_point", std::round(-lo / s), "1", "round(-x_min / scale): the code that stores 0.0"),
+            out("levels", levels, "1", "2^bits"),
+            out("max_error", s / 2, "1", "scale / 2: worst rounding error inside the block")};
+}
+
+// The acceptance rate that gives `expected_tokens` per round (inverse of
+// `speculative`), by bisection on the monotone E(alpha).
+std::vector<Output> eval_spec_acceptance(const Params& p) {
+    const double g = p.at("gamma"), E = p.at("expected_tokens");
+    if (E < 1 || E > g + 1)
+        throw UsageError("--expected_tokens (" + fmt(E) + ") out of range; valid: 1.." + fmt(g + 1) + " (gamma + 1)");
+    auto tokens = [&](double a) { return a >= 1 ? g + 1 : (1 - std::pow(a, g + 1)) / (1 - a); };
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 100; ++i) (tokens((lo + hi) / 2) < E ? lo : hi) = (lo + hi) / 2;
+    return {out("alpha", (lo + hi) / 2, "1", "the per-token acceptance with (1 - a^(g+1)) / (1 - a) = expected_tokens"),
+            out("accepted_drafts", E - 1, "1", "expected_tokens - 1: draft tokens kept per round"),
+            out("draft_acceptance", (E - 1) / g, "1", "(expected_tokens - 1) / gamma: share of drafted tokens kept")};
+}
+
+// Fleet MFU against the single-node MFU.
+std::vector<Output> eval_scaling_tax(const Params& p) {
+    const double local = p.at("local_mfu");
+    std::vector<Output> o;
+    double fleet = p.num.count("fleet_mfu") ? p.at("fleet_mfu") : 0;
+    if (p.num.count("local_step_ms") && p.num.count("fleet_step_ms")) {
+        const double predicted = local * p.at("local_step_ms") / p.at("fleet_step_ms");
+        o.push_back(out("fleet_mfu_from_steps", predicted, "1", "local_mfu x local_step / fleet_step (same work per GPU)"));
+        if (fleet == 0) fleet = predicted;
+    }
+    if (fleet == 0) throw UsageError("missing required parameter --fleet_mfu (or --local_step_ms and --fleet_step_ms)");
+    if (fleet > local) throw UsageError("--fleet_mfu (" + fmt(fleet) + ") exceeds --local_mfu (" + fmt(local) + ")");
+    o.push_back(out("tax", 1 - fleet / local, "1", "1 - fleet_mfu / local_mfu"));
+    if (p.num.count("local_step_ms"))
+        o.push_back(out("fleet_step", p.at("local_step_ms") * 1e-3 * local / fleet, "s", "local_step x local_mfu / fleet_mfu"));
+    if (p.num.count("straggler_slowdown"))
+        o.push_back(out("straggler_mfu_loss", 1 - 1 / (1 + p.at("straggler_slowdown")), "1",
+                        "1 - 1 / (1 + slowdown): a synchronous step waits for the slowest node"));
+    if (p.num.count("gpus") && p.num.count("mfu_gain")) {
+        o.push_back(out("peak_gpu_equivalent", p.at("gpus") * p.at("mfu_gain"), "1", "gpus x mfu_gain: GPUs of peak FLOP/s"));
+        o.push_back(out("useful_gpu_equivalent", p.at("gpus") * p.at("mfu_gain") / fleet, "1",
+                        "gpus x mfu_gain / fleet_mfu: GPUs of useful work at the current MFU"));
+    }
+    return o;
+}
+
+// Cost per 1,000 tokens of a serving replica.
+std::vector<Output> eval_serving_cost(const Params& p) {
+    const double gpus = p.at("gpus");
+    double tps = 0;
+    if (p.num.count("tokens_per_s")) tps = p.at("tokens_per_s");
+    else if (p.num.count("tokens_per_s_per_gpu")) tps = p.at("tokens_per_s_per_gpu") * gpus;
+    else if (p.num.count("itl_ms")) tps = p.at("batch") / (p.at("itl_ms") * 1e-3);
+    else throw UsageError("missing required parameter --tokens_per_s (or --tokens_per_s_per_gpu, or --batch with --itl_ms)");
+    std::vector<Output> o = {out("tokens_per_s", tps, "1", "given, tokens_per_s_per_gpu x gpus, or batch / itl"),
+                             out("tokens_per_s_per_gpu", tps / gpus, "1", "tokens_per_s / gpus"),
+                             out("gpu_seconds_per_1000", gpus * 1000 / tps, "s", "gpus x 1000 / tokens_per_s")};
+    if (p.num.count("usd_per_gpu_hour"))
+        o.push_back(out("usd_per_1000_tokens", p.at("usd_per_gpu_hour") / 3600 * gpus * 1000 / tps, "USD",
+                        "usd_per_gpu_hour / 3600 x gpus x 1000 / tokens_per_s"));
+    if (p.num.count("usd_per_1000_tokens"))
+        o.push_back(out("implied_usd_per_gpu_hour", p.at("usd_per_1000_tokens") * tps / 1000 / gpus * 3600, "USD",
+                        "the GPU-hour price that the stated cost per 1,000 tokens implies"));
+    return o;
+}
+
+// Training compute (6 N D) and per-GPU state of mixed-precision Adam under ZeRO.
+std::vector<Output> eval_training(const Params& p) {
+    const double N = p.at("params"), G = p.at("gpus"), stage = p.at("zero_stage");
+    if (stage > 3) throw UsageError("--zero_stage (" + fmt(stage) + ") out of range; valid: 0, 1, 2, 3");
+    const double w = p.at("weight_bytes"), g = p.at("grad_bytes"), s = p.at("optimizer_bytes");
+    const double ddp = N * (w + g + s);
+    const double rank = N * ((stage >= 3 ? w / G : w) + (stage >= 2 ? g / G : g) + (stage >= 1 ? s / G : s));
+    std::vector<Output> o = {out("state_bytes_ddp", ddp, "B", "params x (weight + grad + optimizer bytes): every rank"),
+                             out("state_bytes_per_rank", rank, "B", "ZeRO stage 1 shards the optimizer, 2 + gradients, 3 + weights over gpus"),
+                             out("fraction_of_ddp", rank / ddp, "1", "per rank / DDP"),
+                             out("allreduce_factor", 2 * (G - 1) / G, "1", "DDP gradient allreduce: 2 (N-1)/N x gradient bytes per step")};
+    if (p.num.count("tokens")) {
+        const double flops = 6 * N * p.at("tokens");
+        o.push_back(out("flops", flops, "FLOP", "6 x params x tokens (forward 2, backward 4)"));
+        if (p.num.count("peak_tflops") && p.num.count("mfu"))
+            o.push_back(out("time", flops / (G * p.at("peak_tflops") * 1e12 * p.at("mfu")), "s", "flops / (gpus x peak x mfu)"));
+    }
+    return o;
+}
+
+// Activation memory of one transformer layer (Korthikanti et al. 2022, 16-bit
+// activations): s b h (34 + 5 a s / h) bytes; FlashAttention drops the 5 a s / h
+// term (scores, softmax and its dropout mask are never stored).
+std::vector<Output> eval_activation(const Params& p) {
+    const double s = p.at("seq"), b = p.at("batch"), h = p.at("hidden"), a = p.at("heads"), L = p.at("layers");
+    const double linear = 34 * s * b * h, quad = 5 * a * s * s * b;
+    return {out("per_layer", linear + quad, "B", "s b h (34 + 5 a s / h)"),
+            out("per_layer_flash", linear, "B", "34 s b h: FlashAttention keeps no S x S tensor"),
+            out("total", (linear + quad) * L, "B", "per_layer x layers"),
+            out("total_flash", linear * L, "B", "per_layer_flash x layers"),
+            out("flash_saving", (linear + quad) / linear, "1", "per_layer / per_layer_flash = 1 + 5 a s / (34 h)")};
+}
+
+// Expert capacity, the load-balancing loss and AllToAll traffic of an MoE layer.
+std::vector<Output> eval_moe(const Params& p) {
+    const double T = p.at("tokens"), E = p.at("experts"), k = p.at("top_k"), cf = p.at("capacity_factor");
+    if (k > E) throw UsageError("--top_k (" + fmt(k) + ") exceeds --experts (" + fmt(E) + ")");
+    const double cap = std::ceil(cf * T * k / E);
+    const double share = p.num.count("top_expert_share") ? p.at("top_expert_share") : 1 / E;
+    // Switch-style loss alpha E sum f_i P_i with f = P: one expert gets `share`, the rest split evenly.
+    const double rest = E > 1 ? (1 - share) * (1 - share) / (E - 1) : 0;
+    const double G = p.at("gpus"), bytes = T * k * p.at("d_model") * p.at("dtype_bytes");
+    return {out("capacity", cap, "1", "ceil(capacity_factor x tokens x top_k / experts) token slots per expert"),
+            out("dropped", std::max(0.0, share * T * k - cap), "1", "tokens over capacity at the busiest expert"),
+            out("aux_loss", p.at("aux_alpha") * E * (share * share + rest), "1",
+                "alpha x E x sum f_i P_i (= alpha when balanced, alpha x E when collapsed)"),
+            out("alltoall_bytes", 2 * bytes * (G - 1) / G, "B",
+                "2 (dispatch + combine) x tokens x top_k x d_model x dtype_bytes x (G-1)/G leave each GPU group"),
+            out("active_fraction", k / E, "1", "top_k / experts of the expert parameters touched per token")};
+}
+
+// Two stated numbers against each other: the share one is of the other, the
+// rest, and the ratio (percentages, "6x higher", "85 percent missing").
+std::vector<Output> eval_share(const Params& p) {
+    const double part = p.at("part"), whole = p.at("whole");
+    // --dim gives the quotient and product a unit (12 / 1.98e9 Hz in "s").
+    const std::string d = p.str.count("dim") ? p.str.at("dim") : "1";
+    return {out("share", part / whole, d, "part / whole"), out("rest", 1 - part / whole, "1", "1 - part / whole"),
+            out("ratio", whole / part, d, "whole / part"), out("difference", whole - part, d, "whole - part"),
+            out("product", part * whole, d, "part x whole")};
+}
+
+std::vector<Output> eval_sum(const Params& p) {
+    double t = 0;
+    for (const char* k : {"a", "b", "c", "d", "e"}) t += num_or(p, k, 0);
+    return {out("total", t, "1", "a + b + c + d + e")};
+}
+
+// A number one line of a text states again, read as the line it comes from
+// defines it (factor converts units, 60 s -> 1 min). A restatement that
+// changes the number is an inconsistency between the two lines.
+std::vector<Output> eval_restated(const Params& p) {
+    const double v = p.at("value") * p.at("factor");
+    if (!p.str.count("unit")) return {out("value", v, "1", "value x factor")};
+    const Unit* u = find_unit(p.str.at("unit"));
+    if (!u || u->dim == "text") throw UsageError("--unit '" + p.str.at("unit") + "' is not a unit of `memwall calc`");
+    return {out("value", v * u->factor, u->dim, "value x factor, in --unit")};
+}
+
+// HBM traffic of a transformer FFN block (x @ W1, GELU, @ W2, LayerNorm), the
+// unfused chain against epilogue fusion. Each kernel reads its inputs and
+// writes its output once: GEMM1 T d + e d^2 + e T d, GELU 2 e T d, GEMM2
+// e T d + e d^2 + T d, LayerNorm 2 T d (its weights ignored).
+std::vector<Output> eval_ffn_traffic(const Params& p) {
+    const double T = p.at("tokens"), d = p.at("d_model"), e = p.at("expansion"), b = p.at("dtype_bytes");
+    const std::string fuse = p.str.count("fuse") ? p.str.at("fuse") : "gelu_epilogue";
+    const double unfused = (2 * e * d * d + 4 * T * d + 4 * e * T * d) * b;
+    double saved = 2 * e * T * d * b;  // GELU applied in GEMM1's epilogue: h is neither written nor reread
+    double kernels = 3;
+    if (fuse == "both_epilogues") saved += 2 * T * d * b, kernels = 2;  // LayerNorm in GEMM2's epilogue too
+    return {out("unfused_bytes", unfused, "B", "(2 e d^2 + 4 T d + 4 e T d) x dtype_bytes"),
+            out("fused_bytes", unfused - saved, "B", "unfused - the intermediates fusion keeps on chip"),
+            out("reduction", saved / unfused, "1", "share of the unfused traffic fusion removes"),
+            out("kernels_unfused", 4, "1", "GEMM, GELU, GEMM, LayerNorm"),
+            out("kernels_fused", kernels, "1", "gelu_epilogue: 3; both_epilogues: 2")};
+}
+
+// Bits, mantissa and largest finite value of a number format.
+struct NumberFormat {
+    const char* name;
+    int bits, exponent, mantissa;
+    double max;  // largest finite value
+};
+const std::vector<NumberFormat>& number_formats() {
+    // IEEE-style max = (2 - 2^-m) 2^(2^(e-1) - 1); FP8 E4M3 keeps one NaN code
+    // instead of infinities, so its max is 448; integers are two's complement.
+    static const std::vector<NumberFormat> v = {
+        {"fp32", 32, 8, 23, (2 - std::pow(2.0, -23)) * std::pow(2.0, 127)},
+        {"tf32", 19, 8, 10, (2 - std::pow(2.0, -10)) * std::pow(2.0, 127)},
+        {"fp16", 16, 5, 10, 65504},
+        {"bf16", 16, 8, 7, (2 - std::pow(2.0, -7)) * std::pow(2.0, 127)},
+        {"fp8_e4m3", 8, 4, 3, 448},
+        {"fp8_e5m2", 8, 5, 2, 57344},
+        {"int8", 8, 0, 0, 127},
+        {"int4", 4, 0, 0, 7}};
+    return v;
+}
+
+std::vector<Output> eval_number_format(const Params& p) {
+    const std::string& name = p.str.at("format");
+    for (auto& f : number_formats())
+        if (name == f.name)
+            return {out("bits", f.bits, "bit", "bits per value (TF32 sits in a 32-bit slot)"),
+                    out("mantissa_bits", f.mantissa, "bit", "stored fraction bits (0 for integers)"),
+                    out("max", f.max, "1", "largest finite value"),
+                    out("range_exponent", std::floor(std::log10(f.max)), "1", "floor(log10(max)): the 10^k of the range"),
+                    out("min_int", f.exponent == 0 ? -std::pow(2.0, f.bits - 1) : 0, "1", "integers: -2^(bits-1)")};
+    throw UsageError("missing required parameter --format");
 }
 
 std::vector<Formula> build() {
@@ -478,6 +746,107 @@ std::vector<Formula> build() {
                   opt("moved_fraction", "fraction", "share moved to the cheaper memory", 0, false),
                   opt("moved_pj", "pJ", "energy per access there", 0.5)},
                  eval_power});
+    f.push_back({"collective", "time of a ring collective (allreduce, allgather, alltoall)",
+                 "time = ring_factor x bytes / bandwidth + launch; allreduce ring_factor = 2 (N-1)/N",
+                 {req("bytes", "bytes", "payload per GPU"), req("gpus", "count", "GPUs in the ring (N)"),
+                  req("bandwidth_gbs", "GB/s", "link bandwidth per GPU"),
+                  choice("op", "allreduce (default), allgather, reducescatter or alltoall",
+                         {"allreduce", "allgather", "reducescatter", "alltoall"}),
+                  opt("launch_us", "us", "fixed launch latency", 0, false)},
+                 eval_collective});
+    f.push_back({"overlap", "communication-computation overlap: the exposed-time test",
+                 "hidden when T_comm - T_overlap <= T_compute / N; step = other + compute + exposed",
+                 {req("comm_ms", "ms", "communication time T_comm"), req("compute_ms", "ms", "compute it can hide behind"),
+                  opt("gpus", "count", "N: the compute is split over N GPUs", 1),
+                  opt("overlap_ms", "ms", "communication already overlapped T_overlap", 0, false),
+                  opt("other_ms", "ms", "step time that cannot overlap (e.g. forward)", 0, false)},
+                 eval_overlap});
+    f.push_back({"sm_partition", "compute lost to the SMs a communication kernel occupies",
+                 "loss = comm_sms / sms; step = max(compute / (1 - loss), comm)",
+                 {req("sms", "count", "SMs of the GPU"), req("comm_sms", "count", "SMs the collective occupies"),
+                  opt("compute_ms", "ms", "compute time alone"), opt("comm_ms", "ms", "communication time alone")},
+                 eval_sm_partition});
+    f.push_back({"paged_kv", "KV-cache waste: contiguous slabs vs pages",
+                 "contiguous waste = 1 - avg / max; paged waste <= (page - 1) / (avg + page - 1)",
+                 {req("max_tokens", "count", "tokens a contiguous slab reserves"),
+                  req("avg_tokens", "count", "tokens a request actually holds"),
+                  opt("page_tokens", "count", "tokens per page", 16)},
+                 eval_paged_kv});
+    f.push_back({"quant_scale", "scale and zero point of min-max block quantization",
+                 "scale = (x_max - x_min) / (2^bits - 1); zero = round(-x_min / scale); error <= scale / 2",
+                 {req("x_min", "value", "smallest weight of the block"), req("x_max", "value", "largest weight"),
+                  req("bits", "count", "bits per code")},
+                 eval_quant_scale});
+    for (auto& ps : f.back().params) ps.any_sign = ps.unit == "value";
+    f.push_back({"spec_acceptance", "the acceptance rate behind an expected number of tokens per round",
+                 "solve (1 - a^(gamma+1)) / (1 - a) = expected_tokens for a",
+                 {req("gamma", "count", "draft tokens per round"), req("expected_tokens", "tokens", "tokens per target pass")},
+                 eval_spec_acceptance});
+    f.push_back({"scaling_tax", "fleet MFU against single-node MFU",
+                 "tax = 1 - fleet_mfu / local_mfu; fleet_mfu = local_mfu x local_step / fleet_step",
+                 {req("local_mfu", "fraction", "MFU of one node"), opt("fleet_mfu", "fraction", "MFU of the fleet"),
+                  opt("local_step_ms", "ms", "step time on one node"), opt("fleet_step_ms", "ms", "step time of the fleet"),
+                  opt("straggler_slowdown", "fraction", "one node this much slower (0.1 = 10%)"),
+                  opt("gpus", "count", "GPUs of the fleet (for the GPU equivalent of an MFU gain)"),
+                  opt("mfu_gain", "fraction", "MFU gain in points of peak (0.01 = one point)")},
+                 eval_scaling_tax});
+    f.push_back({"serving_cost", "cost per 1,000 tokens from GPU count, price and throughput",
+                 "USD per 1,000 tokens = usd_per_gpu_hour / 3600 x gpus x 1000 / tokens_per_s; tokens_per_s = batch / ITL",
+                 {req("gpus", "count", "GPUs of the replica"), opt("tokens_per_s", "tokens/s", "aggregate throughput"),
+                  opt("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
+                  opt("batch", "count", "concurrent streams (with --itl_ms)", 1), opt("itl_ms", "ms", "inter-token latency"),
+                  opt("usd_per_gpu_hour", "USD", "price of one GPU-hour"),
+                  opt("usd_per_1000_tokens", "USD", "a stated cost (gives the implied GPU-hour price)")},
+                 eval_serving_cost});
+    f.push_back({"training", "training FLOPs (6 N D) and optimizer-state memory under ZeRO",
+                 "flops = 6 x params x tokens; state = params x (weight + grad + optimizer bytes), sharded by ZeRO stage",
+                 {req("params", "count", "parameters N"), opt("tokens", "count", "training tokens D"),
+                  opt("gpus", "count", "data-parallel ranks", 1), opt("zero_stage", "count", "0 (DDP), 1, 2 or 3", 0, false),
+                  opt("weight_bytes", "bytes", "bytes per weight (BF16 2)", 2), opt("grad_bytes", "bytes", "bytes per gradient", 2),
+                  opt("optimizer_bytes", "bytes", "Adam: FP32 master + m + v = 12", 12, false),
+                  opt("peak_tflops", "TFLOP/s", "peak per GPU (for time)"), opt("mfu", "fraction", "model FLOPs utilization (for time)")},
+                 eval_training});
+    f.push_back({"activation_memory", "activation memory per layer, with and without FlashAttention",
+                 "per layer = s b h (34 + 5 a s / h) bytes (16-bit); FlashAttention: 34 s b h",
+                 {req("seq", "count", "sequence length s"), opt("batch", "count", "micro-batch b", 1),
+                  req("hidden", "count", "hidden width h"), req("heads", "count", "attention heads a"),
+                  opt("layers", "count", "layers", 1)},
+                 eval_activation});
+    f.push_back({"moe", "MoE expert capacity, load-balancing loss and AllToAll bytes",
+                 "capacity = ceil(cf T k / E); aux = alpha E sum f_i P_i; AllToAll = 2 T k d b (G-1)/G",
+                 {req("tokens", "count", "tokens in the batch T"), req("experts", "count", "experts E"),
+                  opt("top_k", "count", "experts per token k", 2), opt("capacity_factor", "x", "slots per balanced share", 1.25),
+                  opt("d_model", "count", "hidden width", 4096), opt("dtype_bytes", "bytes", "bytes per element", 2),
+                  opt("gpus", "count", "expert-parallel GPUs G", 8),
+                  opt("top_expert_share", "fraction", "share of routing to the busiest expert (default balanced 1/E)"),
+                  opt("aux_alpha", "x", "weight of the auxiliary loss", 0.01)},
+                 eval_moe});
+    f.push_back({"share", "two stated numbers against each other (percentages, ratios)",
+                 "share = part / whole; rest = 1 - share; ratio = whole / part",
+                 {req("part", "value", "the smaller or the later number"), req("whole", "value", "the number it is compared with"),
+                  choice("dim", "unit of share, ratio and product (default 1)", {"1", "s", "B", "FLOP", "FLOP/s", "B/s", "W", "USD"})},
+                 eval_share});
+    f.push_back({"sum", "the shares or terms a text adds up", "total = a + b + c + d + e",
+                 {req("a", "value", "first term"), req("b", "value", "second term"), opt("c", "value", "third term"),
+                  opt("d", "value", "fourth term"), opt("e", "value", "fifth term")},
+                 eval_sum});
+    for (auto& ps : f.back().params) ps.any_sign = true;
+    f.push_back({"restated", "a number a line states again, from the line that defines it",
+                 "value = value stated there x factor (unit conversion)",
+                 {req("value", "value", "the number as the defining line states it"),
+                  opt("factor", "x", "unit conversion to the restating line's unit", 1),
+                  choice("unit", "unit of the value (default dimensionless)", unit_names())},
+                 eval_restated});
+    f.push_back({"ffn_traffic", "HBM traffic of a transformer FFN block (GEMM, GELU, GEMM, LayerNorm), unfused vs epilogue-fused",
+                 "unfused = (2 e d^2 + 4 T d + 4 e T d) b; GELU in GEMM1's epilogue saves 2 e T d b; LayerNorm in GEMM2's saves 2 T d b more",
+                 {req("tokens", "count", "tokens T (batch x sequence)"), req("d_model", "count", "hidden width d"),
+                  opt("expansion", "count", "FFN width / d (e)", 4), opt("dtype_bytes", "bytes", "bytes per element", 2),
+                  choice("fuse", "gelu_epilogue (default) or both_epilogues", {"gelu_epilogue", "both_epilogues"})},
+                 eval_ffn_traffic});
+    f.push_back({"number_format", "bits, mantissa bits and range of a number format",
+                 "IEEE max = (2 - 2^-m) x 2^(2^(e-1) - 1); FP8 E4M3 max 448; INTb: -2^(b-1) .. 2^(b-1) - 1",
+                 {choice("format", "the format", {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"})},
+                 eval_number_format});
     // --gpu choices are the spec table's names (matched loosely by find_gpu_spec).
     for (auto& fm : f)
         for (auto& ps : fm.params)
@@ -533,8 +902,12 @@ Params resolve_params(const Formula& f, const std::map<std::string, std::string>
         }
         if (used == 0 || used != v.size() || !std::isfinite(x))
             throw UsageError("bad value '" + v + "' for --" + k + "; expected a number (" + spec->unit + ")");
-        if (spec->positive ? !(x > 0) : !(x >= 0))
+        if (!spec->any_sign && (spec->positive ? !(x > 0) : !(x >= 0)))
             throw UsageError("bad value '" + v + "' for --" + k + "; valid: " + (spec->positive ? "> 0" : ">= 0"));
+        if (spec->unit == "count" && x != std::floor(x))
+            throw UsageError("bad value '" + v + "' for --" + k + "; a count must be a whole number");
+        if ((spec->unit == "fraction" || spec->unit == "probability") && x > 1)
+            throw UsageError("bad value '" + v + "' for --" + k + "; a " + spec->unit + " lies in 0..1 (write 0.1 for 10%)");
         p.num[k] = x;
     }
     for (auto& s : f.params) {
@@ -567,11 +940,13 @@ const std::vector<Unit>& units() {
         {"FLOP/B", "FLOP/B", 1},
         {"FLOP/s", "FLOP/s", 1}, {"GFLOP/s", "FLOP/s", 1e9}, {"TFLOP/s", "FLOP/s", 1e12},
         {"B/s", "B/s", 1},      {"GB/s", "B/s", 1e9},    {"TB/s", "B/s", 1e12},
-        {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
+        {"days", "s", 86400},
+        {"min", "s", 60},        {"s", "s", 1},          {"ms", "s", 1e-3},       {"us", "s", 1e-6},      {"ns", "s", 1e-9},
         {"bits", "bit", 1},
         {"W", "W", 1},          {"kW", "W", 1e3},
         {"x", "1", 1},          {"fraction", "1", 1},    {"%", "1", 0.01},       {"tokens", "1", 1},
-        {"tokens/s", "1", 1},   {"requests", "1", 1},    {"orders of magnitude", "1", 1}, {"round trips", "1", 1},
+        {"tokens/s", "1", 1},   {"requests", "1", 1},    {"kernels", "1", 1},     {"count", "1", 1},    {"orders of magnitude", "1", 1}, {"round trips", "1", 1},
+        {"USD", "USD", 1},
         {"text", "text", 1},
     };
     return u;

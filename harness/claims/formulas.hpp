@@ -28,7 +28,11 @@ struct ParamSpec {
     std::optional<double> def;          // default when not required
     std::vector<std::string> choices;   // a choice parameter (e.g. attention: mha|gqa|mqa)
     bool positive = true;               // numeric: must be > 0 (else >= 0)
+    bool any_sign = false;              // numeric: any finite value (e.g. the smallest weight of a block)
 };
+// Units with a rule of their own, checked by resolve_params for every formula:
+// "count" must be a whole number (--layers 32.5 is an error), "fraction" and
+// "probability" lie in 0..1.
 
 // Values given to a formula, already validated against its ParamSpecs
 // (defaults filled in; optional parameters without default are absent).
@@ -63,8 +67,9 @@ const Formula* find_formula(const std::string& name);
 std::vector<std::string> formula_names();
 
 // Validates raw "name -> text" pairs against the formula: unknown name,
-// non-numeric or out-of-range value, bad choice or missing required
-// parameter throws mw::UsageError naming it and the valid choices.
+// non-numeric or out-of-range value (a fractional count, a fraction above 1),
+// bad choice or missing required parameter throws mw::UsageError naming it
+// and the valid choices.
 Params resolve_params(const Formula& f, const std::map<std::string, std::string>& raw);
 
 // resolve_params + eval.

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -126,7 +127,12 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"calc ridge --gpu Z9000", {"'Z9000'", "H100"}},
                     BadInput{"calc ridge --peak_tflops", {"--peak_tflops"}},
                     BadInput{"reproduce --lever nosuch", {"'nosuch'", "fusion"}},
-                    BadInput{"reproduce --claim nosuch", {"'nosuch'"}},
+                    BadInput{"reproduce --claim nosuch", {"'nosuch'", "closest"}},
+                    BadInput{"calc kv_cache --layers 32.5 --kv_heads 8 --head_dim 128 --tokens 10", {"'32.5'", "--layers", "whole"}},
+                    BadInput{"calc scaling_tax --local_mfu 65 --fleet_mfu 0.48", {"'65'", "--local_mfu", "0..1"}},
+                    BadInput{"calc speculative --alpha 1.5 --gamma 4", {"'1.5'", "--alpha"}},
+                    BadInput{"calc moe --tokens 100 --experts 8 --top_k 2.5", {"'2.5'", "--top_k"}},
+                    BadInput{"calc roofline --gpu H100 --achieved_tbs 4", {"--achieved_tbs", "exceeds"}},
                     BadInput{"reproduce --format xml", {"'xml'", "md, json"}},
                     BadInput{"reproduce --out report.txt", {"report.txt", ".json"}}));
 
@@ -139,4 +145,46 @@ TEST(Calc, ListAndJsonOutput) {
     auto doc = nlohmann::json::parse(j.output);
     EXPECT_DOUBLE_EQ(doc["outputs"]["bytes"]["value"].get<double>(), 2.0 * 32 * 8 * 128 * 8000 * 2);
     EXPECT_EQ(doc["outputs"]["bytes"]["unit"], "B");
+}
+
+// A mistyped id gets the closest ids, not the whole list.
+TEST(Reproduce, MistypedClaimSuggestsClosest) {
+    auto r = memwall("reproduce --claim fusion.flash_65");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.output.find("fusion.flash_65x"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("kv.llama2_70b_gqa8"), std::string::npos) << "lists every id: " << r.output;
+}
+
+// Every numeric line of the seed texts has a claim or a recorded reason, and
+// every claim's quote is on its line. Skips when the seeds are not beside the repository.
+TEST(Reproduce, SeedCoverageIsComplete) {
+    auto r = memwall("reproduce --format json", false);
+    ASSERT_EQ(r.status, 0);
+    auto doc = nlohmann::json::parse(r.output);
+    const auto& cov = doc["coverage"];
+    if (!cov.value("available", false)) GTEST_SKIP() << cov.value("why", "");
+    EXPECT_GE(doc["claims"].size(), 240u);
+    EXPECT_TRUE(cov["misquoted"].empty()) << cov["misquoted"].dump(1);
+    for (auto& u : cov["uncovered"]) ADD_FAILURE() << "no claim, no reason: " << u.dump();
+    // The closing note counts verdicts, severities and cross-claim checks.
+    const std::string s = doc["summary"];
+    for (const char* k : {"Claims: ", "Differs by severity", "Cross-claim checks", "numeric lines"})
+        EXPECT_NE(s.find(k), std::string::npos) << s;
+    EXPECT_GE(doc["cross_claim"]["inconsistencies"].size(), 10u);
+}
+
+// A seed line with a number and no claim is reported; a severity is given to every difference.
+TEST(Reproduce, UncoveredLineIsReportedAndSeveritiesSorted) {
+    const std::string dir = testing::TempDir() + "/memwall_seeds_probe";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/000_probe.txt") << "no digits here\nthe cache holds 42 GB\n";
+    auto r = memwall("reproduce --format json --seeds " + dir, false);
+    ASSERT_EQ(r.status, 0);
+    auto doc = nlohmann::json::parse(r.output);
+    bool found = false;
+    for (auto& u : doc["coverage"]["uncovered"]) found = found || (u["file"] == "000_probe.txt" && u["line"] == 2);
+    EXPECT_TRUE(found) << doc["coverage"].dump().substr(0, 500);
+    for (auto& c : doc["claims"])
+        if (c["verdict"] == "differs") EXPECT_TRUE(c.contains("severity")) << c["id"];
+    std::filesystem::remove_all(dir);
 }

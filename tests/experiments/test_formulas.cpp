@@ -214,3 +214,122 @@ TEST(Params, BadInputNamesTheProblem) {
     EXPECT_NE(msg({{"layers", "2"}, {"head_dim", "4"}, {"tokens", "5"}, {"attention", "xqa"}}).find("mha, gqa, mqa"), std::string::npos);
     EXPECT_EQ(find_formula("nosuch"), nullptr);
 }
+
+// ---- the formulas of issue 17, each against a hand calculation --------------
+
+TEST(Formulas, CollectiveRing) {
+    // 16.1e9 B on 8 GPUs: 2 x 7/8 = 1.75 payloads; 1.75 x 16.1e9 / 450e9 = 0.062611 s.
+    std::map<std::string, std::string> p = {{"bytes", "16.1e9"}, {"gpus", "8"}, {"bandwidth_gbs", "450"}};
+    EXPECT_DOUBLE_EQ(out("collective", p, "ring_factor"), 1.75);
+    EXPECT_NEAR(out("collective", p, "wire_time"), 0.0626111, 1e-6);
+    p["op"] = "allgather";  // (N-1)/N = 0.875
+    EXPECT_DOUBLE_EQ(out("collective", p, "ring_factor"), 0.875);
+}
+
+TEST(Formulas, OverlapExposedTimeTest) {
+    // comm 62.5, backward 166.3, forward 83.1 ms: serial 311.9, hidden -> 249.4, 311.9 / 249.4 = 1.25060.
+    std::map<std::string, std::string> p = {{"comm_ms", "62.5"}, {"compute_ms", "166.3"}, {"other_ms", "83.1"}};
+    EXPECT_NEAR(out("overlap", p, "step_serial"), 0.3119, 1e-12);
+    EXPECT_NEAR(out("overlap", p, "step_overlapped"), 0.2494, 1e-12);
+    EXPECT_NEAR(out("overlap", p, "speedup"), 1.2506014, 1e-6);
+    EXPECT_EQ(text_out("overlap", p, "verdict"), "hidden");
+    // Split over 4 GPUs the window is 41.575 ms: 20.925 ms stay exposed.
+    p["gpus"] = "4";
+    EXPECT_NEAR(out("overlap", p, "exposed"), 0.020925, 1e-12);
+    EXPECT_EQ(text_out("overlap", p, "verdict"), "exposed");
+}
+
+TEST(Formulas, SmPartitionPagedKvQuantScale) {
+    EXPECT_NEAR(out("sm_partition", {{"sms", "132"}, {"comm_sms", "8"}}, "loss"), 8.0 / 132, 1e-15);
+    // max 4096, avg 500, pages of 16: 1 - 500/4096 = 0.8779296875; 512 allocated -> 1 - 500/512 = 0.0234375.
+    std::map<std::string, std::string> k = {{"max_tokens", "4096"}, {"avg_tokens", "500"}, {"page_tokens", "16"}};
+    EXPECT_DOUBLE_EQ(out("paged_kv", k, "contiguous_waste"), 0.8779296875);
+    EXPECT_DOUBLE_EQ(out("paged_kv", k, "paged_waste"), 0.0234375);
+    EXPECT_DOUBLE_EQ(out("paged_kv", k, "paged_waste_bound"), 15.0 / 515);
+    EXPECT_DOUBLE_EQ(out("paged_kv", k, "batch_gain"), 8.0);
+    // [-1, 2] in 4 bits: scale 3/15 = 0.2, zero = round(1/0.2) = 5, error 0.1.
+    std::map<std::string, std::string> q = {{"x_min", "-1"}, {"x_max", "2"}, {"bits", "4"}};
+    EXPECT_DOUBLE_EQ(out("quant_scale", q, "scale"), 0.2);
+    EXPECT_DOUBLE_EQ(out("quant_scale", q, "zero_point"), 5);
+    EXPECT_DOUBLE_EQ(out("quant_scale", q, "max_error"), 0.1);
+}
+
+TEST(Formulas, SpeculativeAcceptanceInvertsExpectedTokens) {
+    // alpha 0.5, gamma 3: E = (1 - 0.5^4) / 0.5 = 1.875; the inverse must find 0.5.
+    EXPECT_NEAR(out("spec_acceptance", {{"gamma", "3"}, {"expected_tokens", "1.875"}}, "alpha"), 0.5, 1e-9);
+    EXPECT_NEAR(out("spec_acceptance", {{"gamma", "3"}, {"expected_tokens", "1.875"}}, "draft_acceptance"), 0.875 / 3, 1e-12);
+}
+
+TEST(Formulas, ScalingTaxServingCostTraining) {
+    // 1 - 48/65 = 0.2615385; a node 10% slower: 1 - 1/1.1 = 0.0909091.
+    std::map<std::string, std::string> t = {{"local_mfu", "0.65"}, {"fleet_mfu", "0.48"}, {"straggler_slowdown", "0.1"}};
+    EXPECT_NEAR(out("scaling_tax", t, "tax"), 0.2615385, 1e-7);
+    EXPECT_NEAR(out("scaling_tax", t, "straggler_mfu_loss"), 0.0909091, 1e-7);
+    // 8 GPUs at $2.70/h for 50 tokens/s: 8 x 2.7 / 3600 x 1000 / 50 = $0.12 per 1,000 tokens.
+    EXPECT_NEAR(out("serving_cost", {{"gpus", "8"}, {"tokens_per_s", "50"}, {"usd_per_gpu_hour", "2.7"}}, "usd_per_1000_tokens"), 0.12, 1e-12);
+    // 64 streams at 120 ms: 533.33 tokens/s.
+    EXPECT_NEAR(out("serving_cost", {{"gpus", "4"}, {"batch", "64"}, {"itl_ms", "120"}}, "tokens_per_s"), 533.3333, 1e-3);
+    // 7e9 params, 1e12 tokens: 6 x 7e9 x 1e12 = 4.2e22 FLOP; 16 B/param = 112 GB; ZeRO-2 on 8: (2 + 14/8)/16.
+    std::map<std::string, std::string> r = {{"params", "7e9"}, {"tokens", "1e12"}, {"gpus", "8"}, {"zero_stage", "2"}};
+    EXPECT_DOUBLE_EQ(out("training", r, "flops"), 4.2e22);
+    EXPECT_DOUBLE_EQ(out("training", r, "state_bytes_ddp"), 112e9);
+    EXPECT_DOUBLE_EQ(out("training", r, "fraction_of_ddp"), 3.75 / 16);
+}
+
+TEST(Formulas, ActivationMemoryAndMoe) {
+    // s 4096, h 8192, a 64, b 1: 34 s h = 1140850688 B; 5 a s^2 = 5368709120 B.
+    std::map<std::string, std::string> a = {{"seq", "4096"}, {"hidden", "8192"}, {"heads", "64"}};
+    EXPECT_DOUBLE_EQ(out("activation_memory", a, "per_layer_flash"), 1140850688.0);
+    EXPECT_DOUBLE_EQ(out("activation_memory", a, "per_layer"), 1140850688.0 + 5368709120.0);
+    // 1024 tokens, 8 experts, top-2, cf 1.25: ceil(1.25 x 2048 / 8) = 320 slots. Balanced aux = alpha = 0.01.
+    std::map<std::string, std::string> m = {{"tokens", "1024"}, {"experts", "8"}, {"top_k", "2"}, {"capacity_factor", "1.25"},
+                                            {"d_model", "4096"}, {"dtype_bytes", "2"}, {"gpus", "8"}};
+    EXPECT_DOUBLE_EQ(out("moe", m, "capacity"), 320);
+    EXPECT_NEAR(out("moe", m, "aux_loss"), 0.01, 1e-15);
+    // 2 x 1024 x 2 x 4096 x 2 x 7/8 = 29360128 B.
+    EXPECT_DOUBLE_EQ(out("moe", m, "alltoall_bytes"), 29360128.0);
+    // Half the routing to one expert: 0.5 x 2048 = 1024 > 320 slots, 704 dropped; aux = 0.01 x 8 x (0.25 + 0.25/7).
+    m["top_expert_share"] = "0.5";
+    EXPECT_DOUBLE_EQ(out("moe", m, "dropped"), 704);
+    EXPECT_NEAR(out("moe", m, "aux_loss"), 0.08 * (0.25 + 0.25 / 7), 1e-15);
+}
+
+TEST(Formulas, ShareSumNumberFormat) {
+    EXPECT_DOUBLE_EQ(out("share", {{"part", "20"}, {"whole", "120"}}, "ratio"), 6.0);
+    EXPECT_DOUBLE_EQ(out("sum", {{"a", "0.38"}, {"b", "0.24"}, {"c", "0.14"}, {"d", "0.12"}, {"e", "0.12"}}, "total"), 1.0);
+    EXPECT_DOUBLE_EQ(out("number_format", {{"format", "fp16"}}, "max"), 65504);
+    EXPECT_DOUBLE_EQ(out("number_format", {{"format", "tf32"}}, "bits"), 19);  // 1 + 8 + 10
+    EXPECT_DOUBLE_EQ(out("number_format", {{"format", "bf16"}}, "range_exponent"), 38);
+}
+
+// A restatement is the defining line's number, converted: 90 s -> 1.5 min.
+TEST(Formulas, Restated) {
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "30"}}, "value"), 30.0);
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "90"}, {"factor", "0.0166666666666666667"}}, "value"), 1.5);
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "30"}, {"unit", "min"}}, "value"), 1800.0);  // in base units: s
+    EXPECT_DOUBLE_EQ(out("restated", {{"value", "14"}, {"unit", "%"}}, "value"), 0.14);
+}
+
+// FFN block, T = 8192 tokens, d = 4096, e = 4, FP16, by hand:
+// unfused = (2*4*4096^2 + 4*8192*4096 + 16*8192*4096) * 2 = (134,217,728 + 134,217,728 + 536,870,912) * 2
+//         = 1,610,612,736 B; GELU epilogue saves 2*4*8192*4096*2 = 536,870,912 B -> 1/3;
+// LayerNorm epilogue too saves 2*8192*4096*2 = 134,217,728 B more -> 671,088,640 / 1,610,612,736 = 5/12.
+TEST(Formulas, FfnTraffic) {
+    std::map<std::string, std::string> m = {{"tokens", "8192"}, {"d_model", "4096"}};
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "unfused_bytes"), 1610612736.0);
+    EXPECT_NEAR(out("ffn_traffic", m, "reduction"), 1.0 / 3.0, 1e-12);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_fused"), 3);
+    m["fuse"] = "both_epilogues";
+    EXPECT_NEAR(out("ffn_traffic", m, "reduction"), 5.0 / 12.0, 1e-12);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_fused"), 2);
+    EXPECT_DOUBLE_EQ(out("ffn_traffic", m, "kernels_unfused"), 4);
+}
+
+TEST(Formulas, WholeCountsFractionsAndPeaks) {
+    // A count must be whole, a fraction at most 1, a measurement at most its peak.
+    EXPECT_THROW(out("kv_cache", {{"layers", "32.5"}, {"kv_heads", "8"}, {"head_dim", "128"}, {"tokens", "10"}}, "bytes"), mw::UsageError);
+    EXPECT_THROW(out("scaling_tax", {{"local_mfu", "65"}, {"fleet_mfu", "0.48"}}, "tax"), mw::UsageError);
+    EXPECT_THROW(out("roofline", {{"peak_tflops", "989"}, {"bandwidth_tbs", "3.35"}, {"achieved_tbs", "4"}}, "bandwidth_utilization"),
+                 mw::UsageError);
+    EXPECT_NO_THROW(out("kv_cache", {{"layers", "32"}, {"kv_heads", "8"}, {"head_dim", "128"}, {"tokens", "10"}}, "bytes"));
+}
