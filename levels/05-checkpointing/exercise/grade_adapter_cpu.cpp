@@ -1,0 +1,58 @@
+// How `memwall grade` calls a checkpointed-step-cpu submission: compiled
+// together with the student's file into the grader's worker program
+// (harness/grade/grade_worker.hpp). Buffers arrive in the op's order: inputs
+// x, params, dy; outputs loss, dparams, dx (already poisoned with NaN by the
+// grader, which checks afterwards that the inputs are unchanged and times
+// the call itself).
+//
+// This file also compiles the project's block kernels into the worker, so
+// that a submission calls mw::model::cpu::Block (kernels/model/block_cpu.hpp)
+// — the very code, built with the project's flags (the level's cxx_flags),
+// that the reference variant store_all runs: the same calls on the same
+// inputs give the same bits, which is how the exercise is graded. A
+// submission includes the headers only. The GEMM rung and the model's
+// reference register themselves with the harness's registry, which the
+// worker is not linked with, so registration is switched off here, and the
+// little of the harness they need (shapes, buffers, seeded inputs) is
+// compiled in.
+#include <cstdint>
+
+#include "harness/grade/grade_worker.hpp"
+#include "harness/registry.hpp"
+#undef MW_REGISTER_VARIANT
+#define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is the harness's business")
+#undef MW_REGISTER_OP
+#define MW_REGISTER_OP(id, ...) static_assert(true, "registration is the harness's business")
+#include "harness/inputs.cpp"
+#include "harness/registry.cpp"
+#include "kernels/model/block_cpu.cpp"
+#include "kernels/model/layers_cpu.cpp"
+#include "kernels/vectorization/gemm_ex.cpp"
+#include "optimized/vectorization/gemm_simd.cpp"
+#include "reference/model/reference.cpp"
+#include "reference/vectorization/gemm.cpp"
+
+namespace mw {  // registry.cpp asks these of the GPU backend; the worker has none
+int gpu_count() { return 0; }
+std::string gpu_absent_reason() { return "the grader's worker runs on the CPU"; }
+}  // namespace mw
+
+namespace mw::memtrack {  // Buffer::make allocates through the harness's tracker; the worker has none
+void* allocate(std::size_t n, std::size_t align) {
+    align = std::max(align, alignof(std::max_align_t));
+    void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+void release(void* p) noexcept { std::free(p); }
+}  // namespace mw::memtrack
+
+extern "C" void student_train_step(const float* x, const float* params, const float* dy, float* loss, float* dparams,
+                                   float* dx, int layers, int tokens, int seq, int d_model, int heads, int kv_heads,
+                                   int d_ff);
+
+void mw_grade_call(mw::grade::Call& c) {
+    student_train_step(c.in<float>(0), c.in<float>(1), c.in<float>(2), c.out<float>(0), c.out<float>(1),
+                       c.out<float>(2), c.axis("layers"), c.axis("tokens"), c.axis("seq"), c.axis("d_model"),
+                       c.axis("heads"), c.axis("kv_heads"), c.axis("d_ff"));
+}
