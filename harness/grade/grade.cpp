@@ -449,6 +449,11 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     }
     if (r.reply.status != 0) {
         o.message = std::string("the call failed: ") + r.reply.message;
+        // Under the per-process limit (RLIMIT_AS) an allocation past the
+        // memory limit is refused rather than killed: say which limit.
+        if (std::strstr(r.reply.message, "bad_alloc") || std::strstr(r.reply.message, "bad_array_new_length"))
+            o.message += " (an allocation was refused: the submission may hold at most " +
+                         std::to_string(s.spec.limits.memory_mb) + " MiB, its memory limit)";
         return o;
     }
     o.device_s = r.reply.device_seconds;
@@ -880,6 +885,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         release(s.shm);
         doc["time_used_s"] = wall - std::max(0.0, s.budget_left);
         doc["time_limit_s"] = wall;
+        doc["memory_limit_mb"] = x.memory_limit_mb;
     } else {
         for (auto& text : x.correctness_shapes)
             tests.push_back(test("correctness " + text, "correctness", false, 0,
