@@ -506,8 +506,8 @@ std::string same_bits_as_reference(const Op& op, const Variant& ref, const Probl
         while (e < b.count && std::memcmp(b.data.get() + e * es, r.data.get() + e * es, es) == 0) ++e;
         for (std::size_t i = e; i < b.count; ++i)
             differing += std::memcmp(b.data.get() + i * es, r.data.get() + i * es, es) != 0;
-        return "output " + b.name + " is not bit for bit the reference variant '" + ref.name + "''s on the same " +
-               "inputs: " + std::to_string(differing) + " of " + std::to_string(b.count) +
+        return "output " + b.name + " is not bit for bit what the reference variant " + ref.name +
+               " computes on the same inputs: " + std::to_string(differing) + " of " + std::to_string(b.count) +
                " elements differ, the first at " + element_name(b, e) + " (" + fmt("%.9g", load_as_double(b, e)) +
                " where the reference has " + fmt("%.9g", load_as_double(r, e)) + ")";
     }
