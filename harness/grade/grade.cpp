@@ -545,7 +545,7 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Oracle
     json tests = json::array();
     const double each = x.correctness_points / std::max<std::size_t>(x.correctness_shapes.size(), 1);
     for (auto& text : x.correctness_shapes) {
-        const Shape shape = parse_shape(text, op.default_shape, op.axes);
+        const Shape shape = parse_shape(text, op.default_shape, op.axes, op.flag_axes);
         std::string out;
         bool ok = true;
         for (int call = 0; call < kCallsPerShape && ok; ++call) {
@@ -688,7 +688,7 @@ double ping_overhead(Session& trusted) {
 
 json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Variant& ref, Backend b,
                  const Seed& seed, bool all_correct) {
-    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes);
+    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes, op.flag_axes);
     const std::string name = "speed " + x.speed_shape;
     json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
                  {"floor_ratio", x.floor_ratio}};
@@ -865,7 +865,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         std::vector<std::string> shapes = x.correctness_shapes;
         if (!emulated && !x.speed_shape.empty()) shapes.push_back(x.speed_shape);
         for (auto& text : shapes) {
-            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes), 0);
+            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes, op->flag_axes), 0);
             shm = std::max(shm, layout_bytes(buffers_of(c)));
         }
         s.shm = make_shared_memory(shm);
