@@ -12,9 +12,8 @@
 // inputs give the same bits, which is how the exercise is graded. A
 // submission includes the headers only. The GEMM rung and the model's
 // reference register themselves with the harness's registry, which the
-// worker is not linked with, so registration is switched off here, and the
-// little of the harness they need (shapes, buffers, seeded inputs) is
-// compiled in.
+// worker is not linked with: harness/grade/worker_harness.hpp switches
+// registration off and compiles in the little of the harness they need.
 #include <cstdint>
 
 #include "harness/grade/grade_worker.hpp"
@@ -23,34 +22,13 @@
 // whose ABI note GCC prints once per build.
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wpsabi"
-#include "harness/registry.hpp"
-#undef MW_REGISTER_VARIANT
-#define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is the harness's business")
-#undef MW_REGISTER_OP
-#define MW_REGISTER_OP(id, ...) static_assert(true, "registration is the harness's business")
-#include "harness/inputs.cpp"
-#include "harness/registry.cpp"
+#include "harness/grade/worker_harness.hpp"
 #include "kernels/model/block_cpu.cpp"
 #include "kernels/model/layers_cpu.cpp"
 #include "kernels/vectorization/gemm_ex.cpp"
 #include "optimized/vectorization/gemm_simd.cpp"
 #include "reference/model/reference.cpp"
 #include "reference/vectorization/gemm.cpp"
-
-namespace mw {  // registry.cpp asks these of the GPU backend; the worker has none
-int gpu_count() { return 0; }
-std::string gpu_absent_reason() { return "the grader's worker runs on the CPU"; }
-}  // namespace mw
-
-namespace mw::memtrack {  // Buffer::make allocates through the harness's tracker; the worker has none
-void* allocate(std::size_t n, std::size_t align) {
-    align = std::max(align, alignof(std::max_align_t));
-    void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void release(void* p) noexcept { std::free(p); }
-}  // namespace mw::memtrack
 
 extern "C" void student_train_step(const float* x, const float* params, const float* dy, float* loss, float* dparams,
                                    float* dx, int layers, int tokens, int seq, int d_model, int heads, int kv_heads,

@@ -9,6 +9,7 @@
 // registry, which a submission is not linked with, so registration is
 // switched off here; the block kernels and the little of the harness that a
 // Problem needs come from the grade adapter.
+#pragma GCC diagnostic ignored "-Wunused-function"  // the op file's harness-only functions
 #include "harness/registry.hpp"
 #undef MW_REGISTER_VARIANT
 #define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is the harness's business")
