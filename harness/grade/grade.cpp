@@ -27,7 +27,11 @@
 //     N each; every timed call gets fresh inputs and its output is compared
 //     with the reference's (exactly, for exact exercises), so a fast-but-wrong
 //     (or cached) timed call earns nothing; the speed shape is checked against
-//     the oracle before and after timing.
+//     the oracle before and after timing;
+//   - grading oracle "reference" (bit-identity exercises): the reference
+//     variant is run by the grader itself, in its own process, on a problem
+//     made afresh from the same secret seed, and every output must be its
+//     bits; the submission never sees that run or its results.
 #include "harness/grade/grade.hpp"
 
 #include <omp.h>
