@@ -27,7 +27,11 @@
 //     N each; every timed call gets fresh inputs and its output is compared
 //     with the reference's (exactly, for exact exercises), so a fast-but-wrong
 //     (or cached) timed call earns nothing; the speed shape is checked against
-//     the oracle before and after timing.
+//     the oracle before and after timing;
+//   - grading oracle "reference" (bit-identity exercises): the reference
+//     variant is run by the grader itself, in its own process, on a problem
+//     made afresh from the same secret seed, and every output must be its
+//     bits; the submission never sees that run or its results.
 #include "harness/grade/grade.hpp"
 
 #include <omp.h>
@@ -204,11 +208,18 @@ std::vector<std::string> child_env(int threads) {
 
 std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
     const std::string inc = source_dir().string();
-    if (b == Backend::cpu)
-        // -march=native: students may use any ISA this machine has; the
-        // reference variants pick theirs with target attributes at run time.
-        return {find_program("g++").string(), "-std=c++20", "-O3", "-march=native", "-fopenmp", "-Wall",
-                "-I", inc, x.adapter.string(), "-x", "c++", src.string(), "-o", exe.string()};
+    if (b == Backend::cpu) {
+        // Default -O3 -march=native: students may use any ISA this machine
+        // has; the reference variants pick theirs with target attributes at
+        // run time. An exercise may name its own (grading.cxx_flags).
+        std::vector<std::string> cmd = {find_program("g++").string(), "-std=c++20"};
+        cmd.insert(cmd.end(), x.cxx_flags.begin(), x.cxx_flags.end());
+        for (const char* a : {"-fopenmp", "-Wall", "-I"}) cmd.push_back(a);
+        for (const std::string& a : {inc, x.adapter.string(), std::string("-x"), std::string("c++"), src.string(),
+                                     std::string("-o"), exe.string()})
+            cmd.push_back(a);
+        return cmd;
+    }
     if (b == Backend::cuda)
         // --gc-sections: nvcc emits unused internal functions too, and a
         // solution that #includes a rung's .cu would otherwise pull in
@@ -442,6 +453,11 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     }
     if (r.reply.status != 0) {
         o.message = std::string("the call failed: ") + r.reply.message;
+        // Under the per-process limit (RLIMIT_AS) an allocation past the
+        // memory limit is refused rather than killed: say which limit.
+        if (std::strstr(r.reply.message, "bad_alloc") || std::strstr(r.reply.message, "bad_array_new_length"))
+            o.message += " (an allocation was refused: the submission may hold at most " +
+                         std::to_string(s.spec.limits.memory_mb) + " MiB, its memory limit)";
         return o;
     }
     o.device_s = r.reply.device_seconds;
@@ -465,7 +481,9 @@ std::uint64_t call_seed(const Seed& seed, const std::string& what, int i) {
 using OracleFn = std::function<std::vector<std::vector<double>>(const Problem&)>;
 
 const OracleFn& oracle_of(const Exercise& x, const Op& op, const Variant& ref) {
-    if (x.oracle == "exact") return op.oracle;
+    // "reference" judges by the reference variant's bits (same_bits_as_reference);
+    // the op's oracle stays the fallback of code that asks for one.
+    if (x.oracle == "exact" || x.oracle == "reference") return op.oracle;
     if (x.oracle == "contract") {
         if (!ref.contract_oracle)
             throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " asks for the contract oracle, but " +
@@ -473,15 +491,49 @@ const OracleFn& oracle_of(const Exercise& x, const Op& op, const Variant& ref) {
         return ref.contract_oracle;
     }
     throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " has oracle '" + x.oracle +
-                             "'; valid: exact, contract");
+                             "'; valid: exact, contract, reference");
 }
 
-// The submission on fresh inputs, checked against the oracle.
+// Grading oracle "reference": the reference variant, run by the grader in its
+// own process (with the submission's thread count) on a problem made afresh
+// from the same seed, so on the same inputs; the submission's outputs must be
+// its outputs bit for bit. "" when they are.
+std::string same_bits_as_reference(const Op& op, const Variant& ref, const Problem& sub) {
+    Problem want = op.make_problem(sub.shape, sub.dtype, sub.seed);
+    Instance inst = ref.prepare(want);
+    inst.run(), inst.sync(), inst.fetch();
+    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+        const Buffer &b = sub.outputs[k], &r = want.outputs.at(k);
+        if (std::memcmp(b.data.get(), r.data.get(), b.size_bytes()) == 0) continue;
+        const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
+        std::size_t e = 0, differing = 0;
+        while (e < b.count && std::memcmp(b.data.get() + e * es, r.data.get() + e * es, es) == 0) ++e;
+        for (std::size_t i = e; i < b.count; ++i)
+            differing += std::memcmp(b.data.get() + i * es, r.data.get() + i * es, es) != 0;
+        return "output " + b.name + " is not bit for bit what the reference variant " + ref.name +
+               " computes on the same inputs: " + std::to_string(differing) + " of " + std::to_string(b.count) +
+               " elements differ, the first at " + element_name(b, e) + " (" + fmt("%.9g", load_as_double(b, e)) +
+               " where the reference has " + fmt("%.9g", load_as_double(r, e)) + ")";
+    }
+    return {};
+}
+
+// The submission on fresh inputs, checked against the oracle (or, for grading
+// oracle "reference", against the reference variant's bits).
 Outcome checked_call(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Shape& shape,
                      std::uint64_t seed) {
     CallData c = make_call(x, op, shape, seed);
     Outcome o = run_call(s, &c);
     if (!o.ok) return o;
+    if (x.oracle == "reference") {
+        const Variant* ref = nullptr;
+        for (auto* v : variants_of(op.name, Backend::cpu))
+            if (v->name == x.reference_variant) ref = v;
+        if (!ref) throw std::runtime_error("reference variant '" + x.reference_variant + "' is not registered");
+        o.message = same_bits_as_reference(op, *ref, c.p);
+        o.ok = o.message.empty();
+        return o;
+    }
     const CheckResult r = check_problem(op, c.p, oracle(c.p));  // computed only now, after the call
     if (!r.ok) o.ok = false, o.message = r.message;
     return o;
@@ -497,7 +549,7 @@ json grade_correctness(Session& s, const Exercise& x, const Op& op, const Oracle
     json tests = json::array();
     const double each = x.correctness_points / std::max<std::size_t>(x.correctness_shapes.size(), 1);
     for (auto& text : x.correctness_shapes) {
-        const Shape shape = parse_shape(text, op.default_shape, op.axes);
+        const Shape shape = parse_shape(text, op.default_shape, op.axes, op.flag_axes);
         std::string out;
         bool ok = true;
         for (int call = 0; call < kCallsPerShape && ok; ++call) {
@@ -538,11 +590,13 @@ struct GraderError : std::runtime_error {
 };
 
 // Submission output vs the reference variant's on the same inputs: both are
-// fp32 GEMMs, so each is allowed its own rounding error (scale 2).
-std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref) {
+// fp32 GEMMs, so each is allowed its own rounding error (scale 2); outputs
+// checked exactly, and every output when `bitwise` (grading oracle
+// "reference"), must be the same bits.
+std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref, bool bitwise) {
     const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
     for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
-        const CheckMode mode = op.check.mode_for(sub.outputs[k].name);
+        const CheckMode mode = bitwise ? CheckMode::exact : op.check.mode_for(sub.outputs[k].name);
         if (mode == CheckMode::exact) {
             if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
                 return "output " + sub.outputs[k].name +
@@ -638,7 +692,7 @@ double ping_overhead(Session& trusted) {
 
 json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Variant& ref, Backend b,
                  const Seed& seed, bool all_correct) {
-    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes);
+    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes, op.flag_axes);
     const std::string name = "speed " + x.speed_shape;
     json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
                  {"floor_ratio", x.floor_ratio}};
@@ -724,7 +778,8 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
             }
             if (rounds % 2 == 1) ref_burst();
             for (int i = 0; i < kBurst; ++i)
-                if (const std::string m = compare_with_reference(op, cs[i].p, cr[i].p); !m.empty()) {
+                if (const std::string m = compare_with_reference(op, cs[i].p, cr[i].p, x.oracle == "reference");
+                    !m.empty()) {
                     finish();
                     return result(false, 0, "timed call " + std::to_string(calls - kBurst + i + 1) +
                                                 " disagrees with the reference variant on the same inputs: " + m);
@@ -814,7 +869,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         std::vector<std::string> shapes = x.correctness_shapes;
         if (!emulated && !x.speed_shape.empty()) shapes.push_back(x.speed_shape);
         for (auto& text : shapes) {
-            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes), 0);
+            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes, op->flag_axes), 0);
             shm = std::max(shm, layout_bytes(buffers_of(c)));
         }
         s.shm = make_shared_memory(shm);
@@ -834,6 +889,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         release(s.shm);
         doc["time_used_s"] = wall - std::max(0.0, s.budget_left);
         doc["time_limit_s"] = wall;
+        doc["memory_limit_mb"] = x.memory_limit_mb;
     } else {
         for (auto& text : x.correctness_shapes)
             tests.push_back(test("correctness " + text, "correctness", false, 0,

@@ -34,9 +34,18 @@ struct Exercise {
     double correctness_points = 60, speed_points = 40;
     double time_limit_s = 120, memory_limit_mb = 2048;
     std::string emulated_note;
-    // What correctness is judged against: "exact" (the op's fp64 oracle) or
-    // "contract" (the reference variant's contract oracle: lossy exercises).
+    // What correctness is judged against: "exact" (the op's fp64 oracle),
+    // "contract" (the reference variant's contract oracle: lossy exercises) or
+    // "reference" (the reference variant's own outputs on the same inputs, run
+    // by the grader, bit for bit: exercises whose point is to compute the very
+    // same numbers another way, e.g. a checkpointed backward pass).
     std::string oracle = "exact";
+    // Optimization flags the submission is compiled with (default -O3
+    // -march=native). An exercise graded bit for bit against a reference that
+    // the student rebuilds from the project's kernels names the project's own
+    // (no -march=native: the kernels pick their ISA at run time, and
+    // floating-point contraction under another ISA would change the bits).
+    std::vector<std::string> cxx_flags = {"-O3", "-march=native"};
     // How the reference side of a speed call is timed on the CPU: "round_trip"
     // (the grader's clock around the call, minus an empty call's round trip,
     // as for the submission) or "call" (the reference worker, which runs no

@@ -55,6 +55,11 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     x.memory_limit_mb = g.value("memory_limit_mb", 2048.0);
     x.emulated_note = g.value("emulated_note", "");
     x.oracle = g.value("oracle", "exact");
+    if (g.contains("cxx_flags")) x.cxx_flags = g.at("cxx_flags").get<std::vector<std::string>>();
+    for (auto& f : x.cxx_flags)
+        if (f.rfind("-O", 0) != 0 && f.rfind("-m", 0) != 0 && f.rfind("-f", 0) != 0)
+            throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.cxx_flags '" + f +
+                             "' is not valid; valid: optimization flags (-O..., -m..., -f...)");
     x.timing = g.value("timing", "round_trip");
     x.prepared_inputs = g.value("prepared_inputs", "");
     x.allow_blas = g.value("allow_blas", false);
@@ -62,9 +67,9 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     if (x.max_rounds < 2)
         throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.max_rounds " +
                          std::to_string(x.max_rounds) + " must be at least 2");
-    if (x.oracle != "exact" && x.oracle != "contract")
+    if (x.oracle != "exact" && x.oracle != "contract" && x.oracle != "reference")
         throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.oracle '" + x.oracle +
-                         "' is not valid; valid: exact, contract");
+                         "' is not valid; valid: exact, contract, reference");
     if (x.timing != "round_trip" && x.timing != "call")
         throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.timing '" + x.timing +
                          "' is not valid; valid: round_trip, call");

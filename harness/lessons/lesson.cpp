@@ -410,7 +410,7 @@ void enter_step(Walk& w, const nlohmann::json& step) {
         text = m["lesson_shapes"][w.op].get<std::string>();
     if (text.empty() && w.op == w.L.op) text = m.value("lesson_shape", "");
     if (text.empty()) text = op->default_shape.str();
-    w.shape = parse_shape(text, w.o.quick ? op->quick_shape : op->default_shape, op->axes);
+    w.shape = parse_shape(text, w.o.quick ? op->quick_shape : op->default_shape, op->axes, op->flag_axes);
     w.live.op = w.op;
     w.live.shape = w.shape;
 }

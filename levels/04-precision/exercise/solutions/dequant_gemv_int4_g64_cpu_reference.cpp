@@ -8,33 +8,15 @@
 // grader's timing is unfair.
 //
 // The rung file registers itself with the harness's registry, which a
-// submission is not linked with, so registration is switched off here; the
-// quantizer's layout helpers it calls (padded_cols, effective_bits) and the
-// little of the harness they need are compiled in.
+// submission is not linked with: harness/grade/worker_harness.hpp switches
+// registration off and compiles in the little of the harness needed; the
+// quantizer's layout helpers the rung calls (padded_cols, effective_bits)
+// are compiled in here.
 #include <omp.h>
 
-#include "harness/registry.hpp"
-#undef MW_REGISTER_VARIANT
-#define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is the harness's business")
-#include "harness/inputs.cpp"
-#include "harness/registry.cpp"
+#include "harness/grade/worker_harness.hpp"
 #include "optimized/precision/gemv_q_int4.cpp"
 #include "kernels/precision/quant.cpp"
-
-namespace mw {  // registry.cpp asks these of the GPU backend; the worker has none
-int gpu_count() { return 0; }
-std::string gpu_absent_reason() { return "the grader's worker runs on the CPU"; }
-}  // namespace mw
-
-namespace mw::memtrack {  // Buffer::make allocates through the harness's tracker; the worker has none
-void* allocate(std::size_t n, std::size_t align) {
-    align = std::max(align, alignof(std::max_align_t));
-    void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void release(void* p) noexcept { std::free(p); }
-}  // namespace mw::memtrack
 
 extern "C" void student_gemv_int4_g64(const std::uint8_t* Wq, const std::uint16_t* scales, const float* x, float* y,
                                       int n_out, int n_in, int b) {
