@@ -34,6 +34,10 @@ const mw::model::ElementwiseKernels kTable = {
     .rope_backward = k::rope_backward,
     .swiglu_forward = k::swiglu_forward,
     .swiglu_backward = k::swiglu_backward,
+    .softmax_causal_forward = k::softmax_causal_forward,
+    .softmax_causal_backward = k::softmax_causal_backward,
+    .add = k::add,
+    .dot = k::dot,
 };
 
 [[maybe_unused]] const bool kRegistered = mw::model::detail::register_elementwise_kernels(MW_CUDA_BACKEND, &kTable);

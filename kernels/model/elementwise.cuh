@@ -19,6 +19,10 @@
 //   rope (fwd and bwd)     x          y        8          one sincosf per pair
 //   swiglu_forward         a, b       h        12         one expf per element
 //   swiglu_backward        a, b, dh   da, db   20         one expf per element
+//   softmax_causal_fwd     s          s        8          in place; 2 expf per element below the diagonal
+//   softmax_causal_bwd     p, ds      ds       12         in place
+//   add                    a, b       y        12         the residual stream
+//   dot                    a, b       -        8          + one float; one block, double sums
 //
 // RMSNorm: one block of 128 threads per row (a tiny model's rows are a few
 // hundred floats: 4 warps keep the row in flight without idling most of a
@@ -35,6 +39,13 @@
 // then the 16 partial sums in order) for the price of reading x and dy once
 // more (8 of the backward's 20 bytes per element) and of parallelism: one
 // block per 32 columns.
+//
+// Causal softmax rows (attention scores, [.., n, n]): one block per row,
+// like RMSNorm, the masked tail written as zeros so that the P V and P^T dO
+// products may read whole rows. The fusion lever's softmax kernels
+// (reference/fusion/softmax.cu, optimized/fusion/softmax_online.cu) do not
+// fit: they take whole rows without a scale or a causal mask, and live in
+// their .cu files' unnamed namespaces.
 //
 // RoPE and SwiGLU: one thread per element (RoPE: per pair), grid-stride
 // loops, plain 4-byte loads (a warp's loads still cover whole 32-byte
@@ -59,22 +70,26 @@ constexpr int kDgCols = 32, kDgRowLanes = 16;  // dg: a block of 32 columns x 16
 constexpr int kPointwiseThreads = 256;
 constexpr std::int64_t kMaxPointwiseBlocks = 1 << 16;  // grid-stride beyond this
 
-// The sum of v over the block; every thread gets it. `scratch` is kNormWarps+1
-// floats of the calling kernel's shared memory (declared there, so the
-// emulator poisons it before each block).
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-    v = mw::warp::warp_sum(v);
+// The sum (or, kMax, the maximum) of v over a block of kNormThreads; every
+// thread gets it. `scratch` is kNormWarps+1 floats of the calling kernel's
+// shared memory (declared there, so the emulator poisons it before each
+// block). Two calls in a row may share it: every thread has read the first
+// result before any passes the second call's first barrier.
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v, float* scratch) {
+    v = kMax ? mw::warp::warp_max(v) : mw::warp::warp_sum(v);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        float t = lane < kNormWarps ? scratch[lane] : 0.0f;
-        t = mw::warp::warp_sum(t);
+        float t = lane < kNormWarps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
+        t = kMax ? mw::warp::warp_max(t) : mw::warp::warp_sum(t);
         if (lane == 0) scratch[kNormWarps] = t;
     }
     __syncthreads();
     return scratch[kNormWarps];
 }
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce<false>(v, scratch); }
 
 __global__ void __launch_bounds__(kNormThreads)
 rmsnorm_forward_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ y,
@@ -170,6 +185,70 @@ swiglu_backward_kernel(const float* __restrict__ a, const float* __restrict__ b,
     }
 }
 
+// --- the attention's score rows, the residual stream, the loss ------------------------------
+
+// Causal softmax of one [n, n] score matrix row per block, in place: row r is
+// position i = r % n of its matrix; s[0..i] becomes softmax(scale * s[0..i])
+// and s[i+1..n) becomes 0. The CPU's order (kernels/model/layers_cpu.cpp):
+// scale, max, sum of exp(v - max), times 1/sum.
+__global__ void __launch_bounds__(kNormThreads)
+softmax_causal_forward_kernel(float* __restrict__ s, int n, float scale) {
+    __shared__ float scratch[kNormWarps + 1];
+    float* row = s + std::int64_t(blockIdx.x) * n;
+    const int valid = int(blockIdx.x % unsigned(n)) + 1;
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < valid; j += kNormThreads) m = fmaxf(m, row[j] * scale);
+    m = block_reduce<true>(m, scratch);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < valid; j += kNormThreads) sum += expf(row[j] * scale - m);
+    const float inv = 1.0f / block_sum(sum, scratch);
+    for (int j = threadIdx.x; j < n; j += kNormThreads) row[j] = j < valid ? expf(row[j] * scale - m) * inv : 0.0f;
+}
+
+// ds holds dP on entry and dS = P (dP - rowsum(dP P)) scale on return, 0
+// above the diagonal (where P is 0 and no gradient flows).
+__global__ void __launch_bounds__(kNormThreads)
+softmax_causal_backward_kernel(const float* __restrict__ p, float* __restrict__ ds, int n, float scale) {
+    __shared__ float scratch[kNormWarps + 1];
+    const std::int64_t base = std::int64_t(blockIdx.x) * n;
+    const int valid = int(blockIdx.x % unsigned(n)) + 1;
+    float dot = 0.0f;
+    for (int j = threadIdx.x; j < valid; j += kNormThreads) dot += p[base + j] * ds[base + j];
+    dot = block_sum(dot, scratch);
+    for (int j = threadIdx.x; j < n; j += kNormThreads)
+        ds[base + j] = j < valid ? p[base + j] * (ds[base + j] - dot) * scale : 0.0f;
+}
+
+// y = a + b: the residual stream's sums, forward (x_mid = x + o Wo) and
+// backward (dx = d x_out + the norm's input gradient). y may be a or b:
+// each element is read before it is written, by the same thread.
+__global__ void __launch_bounds__(kPointwiseThreads)
+add_kernel(const float* a, const float* b, float* y, std::int64_t n) {
+    for (std::int64_t q = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < n;
+         q += std::int64_t(gridDim.x) * blockDim.x)
+        y[q] = a[q] + b[q];
+}
+
+// out[0] = sum(a * b), the loss: one block, each thread summing a strided
+// share in double, then a tree over shared memory — a fixed order, so the
+// same bits every run (no atomics), and double so that a sum of ~10^5
+// products of mixed sign keeps fp32's digits. A loss is a few hundred KiB
+// read once per step: one block is plenty.
+constexpr int kDotThreads = 256;
+__global__ void __launch_bounds__(kDotThreads)
+dot_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, std::int64_t n) {
+    __shared__ double partial[kDotThreads];
+    double s = 0.0;
+    for (std::int64_t q = threadIdx.x; q < n; q += kDotThreads) s += double(a[q]) * double(b[q]);
+    partial[threadIdx.x] = s;
+    __syncthreads();
+    for (int half = kDotThreads / 2; half > 0; half /= 2) {
+        if (int(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[0] = float(partial[0]);
+}
+
 // --- host launchers (device pointers) ----------------------------------------------------
 
 inline void require(bool ok, const char* what) {
@@ -226,6 +305,29 @@ inline void swiglu_backward(const float* a, const float* b, const float* dh, flo
     require(n >= 0, "swiglu_backward needs n >= 0");
     if (n == 0) return;
     mw::launch(swiglu_backward_kernel, pointwise_grid(n), dim3(kPointwiseThreads), 0, stream, a, b, dh, da, db, n);
+}
+
+inline void softmax_causal_forward(float* s, int rows, int n, float scale, Stream stream) {
+    require(rows >= 0 && n >= 1 && rows % n == 0, "softmax_causal_forward needs n >= 1 and rows a multiple of n");
+    if (rows == 0) return;
+    mw::launch(softmax_causal_forward_kernel, dim3(rows), dim3(kNormThreads), 0, stream, s, n, scale);
+}
+
+inline void softmax_causal_backward(const float* p, float* ds, int rows, int n, float scale, Stream stream) {
+    require(rows >= 0 && n >= 1 && rows % n == 0, "softmax_causal_backward needs n >= 1 and rows a multiple of n");
+    if (rows == 0) return;
+    mw::launch(softmax_causal_backward_kernel, dim3(rows), dim3(kNormThreads), 0, stream, p, ds, n, scale);
+}
+
+inline void add(const float* a, const float* b, float* y, std::int64_t n, Stream stream) {
+    require(n >= 0, "add needs n >= 0");
+    if (n == 0) return;
+    mw::launch(add_kernel, pointwise_grid(n), dim3(kPointwiseThreads), 0, stream, a, b, y, n);
+}
+
+inline void dot(const float* a, const float* b, float* out, std::int64_t n, Stream stream) {
+    require(n >= 0, "dot needs n >= 0");
+    mw::launch(dot_kernel, dim3(1), dim3(kDotThreads), 0, stream, a, b, out, n);  // n = 0: out = 0
 }
 
 }  // namespace

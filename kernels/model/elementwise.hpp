@@ -21,6 +21,12 @@
 //             backward: the same turn by -theta applied to dy.
 //   SwiGLU    h = silu(a) * b, silu(a) = a / (1 + exp(-a)) = a * s, s = sigmoid(a)
 //             backward, given dh: da = dh * b * s * (1 + a*(1 - s)),  db = dh * silu(a)
+//   causal softmax  of the rows of [.., n, n] score matrices, in place: row r is position
+//             i = r % n of its matrix; s[0..i] -> softmax(scale * s[0..i]), s[i+1..n) -> 0.
+//             backward, given dP in ds: ds[j] = p[j] * (dP[j] - sum_k dP[k] p[k]) * scale for
+//             j <= i, 0 above the diagonal
+//   add       y = a + b (the residual stream)
+//   dot       out[0] = sum a[i] b[i] (the loss sum(y * dy)), summed in double in a fixed order
 //
 // All pointers passed to the launchers are device pointers of that backend
 // (table.alloc / copy_to_device). Launchers are asynchronous on `stream`
@@ -79,6 +85,14 @@ struct ElementwiseKernels {
     // a, b, dh, da, db: n elements each; da and db are written (not accumulated).
     void (*swiglu_backward)(const float* a, const float* b, const float* dh, float* da, float* db, std::int64_t n,
                             Stream stream);
+    // s [rows, n], rows a multiple of n (whole [n, n] matrices), in place.
+    void (*softmax_causal_forward)(float* s, int rows, int n, float scale, Stream stream);
+    // p, ds [rows, n]: ds holds dP on entry, dS on return.
+    void (*softmax_causal_backward)(const float* p, float* ds, int rows, int n, float scale, Stream stream);
+    // a, b, y: n elements; y may be a or b.
+    void (*add)(const float* a, const float* b, float* y, std::int64_t n, Stream stream);
+    // a, b: n elements; out: one float (written; 0 for n = 0).
+    void (*dot)(const float* a, const float* b, float* out, std::int64_t n, Stream stream);
 };
 
 // The launchers of `backend` (cuda or cuda_emu), or nullptr when this binary

@@ -16,10 +16,12 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 
 #include "harness/inputs.hpp"
 #include "harness/runner.hpp"
 #include "kernels/model/block_cpu.hpp"
+#include "kernels/model/block_cuda.hpp"
 #include "reference/model/model.hpp"
 
 namespace mw::checkpointing {
@@ -87,6 +89,39 @@ double executed_flops(const Shape& s, Rung r) {
         case Rung::recompute_all: return useful + double(L) * (L - 1) / 2 * block;
     }
     return useful;
+}
+
+namespace {
+void require_cuda_rung(Rung r) {
+    if (r != Rung::store_all && r != Rung::every_k)
+        throw std::invalid_argument("train_step: the CUDA ladder has store_all and every_k only");
+}
+}  // namespace
+
+std::map<std::string, double> memory_model_cuda(const Shape& s, Rung r) {
+    require_cuda_rung(r);
+    const model::Config c = config_of(s);
+    const int B = batch_of(s), T = int(s["seq"]), L = c.layers, k = every_of(s);
+    const model::cpu::BlockSizes sz(c, B, T);
+    const double X = 4.0 * double(s["tokens"]) * c.d_model, R = 4.0 * double(sz.all()),
+                 S = model::gpu::block_scratch_bytes(c, B, T),
+                 P = 4.0 * double(model::layer_param_count(c)) * L;
+    const double copies = 3 * X + 2 * P + 4;  // x, dy, dx; params, dparams; the loss
+    if (r == Rung::store_all)
+        return {{"block_inputs", L * X}, {"activations", L * R}, {"scratch", S}, {"device_copies", copies}};
+    return {{"checkpoints", (std::ceil(double(L) / k) - 1) * X}, {"segment", (k - 1) * X + k * R},
+            {"scratch", 2 * X + S}, {"device_copies", copies}};
+}
+
+double executed_flops_cuda(const Shape& s, Rung r) {
+    require_cuda_rung(r);
+    // Both rungs' work is whole block forwards (3 per block for the step, 1
+    // per rebuilt block), each at the full square on the GPU.
+    const model::Config c = config_of(s);
+    const int B = batch_of(s), T = int(s["seq"]);
+    const double block = B * model::block_forward_flops(c, T),
+                 square = block + B * 2.0 * c.heads * c.head_dim() * double(T) * (T - 1);  // + 2 products x 2 hd x T(T-1)/2 masked pairs, per head
+    return executed_flops(s, r) / block * square;
 }
 
 namespace {

@@ -18,6 +18,14 @@
 //   optimized/checkpointing/train_step_selective.cpp           2  selective: GEMM outputs kept, norms/softmax/SwiGLU recomputed
 //   optimized/checkpointing/train_step_recompute_all.cpp       3  recompute_all: only the stack's input kept (the limit)
 //
+// The ladder (CUDA, kernels/model/block_cuda.cuh: cuBLAS products, the model's kernels):
+//   reference/checkpointing/train_step.cu                   rung 0  store_all
+//   optimized/checkpointing/train_step_every_k.cu              1  every_k
+// On a GPU every_k must also give store_all's bits (one handle, one stream,
+// a fixed cuBLAS workspace, no atomics: the same calls, the same algorithms).
+// Not under cuda-emu (no cuBLAS there); their kernels are checked under
+// cuda-emu one by one (tests/model_kernels).
+//
 // Memory model (bytes beyond the problem's buffers, float32), with
 // X = tokens x d x 4 (one block input), R = one block's activations
 // (BlockSizes::all() x 4) and S = the backward's scratch:
@@ -70,5 +78,14 @@ enum class Rung { store_all, every_k, selective, recompute_all };
 std::map<std::string, double> memory_model(const Shape& s, Rung r);
 // FLOPs the rung executes: 3 x forward + its recomputation.
 double executed_flops(const Shape& s, Rung r);
+
+// The CUDA rungs (store_all and every_k only; std::invalid_argument for the
+// others). Device memory: the same terms with the GPU block's scratch
+// (model::gpu::block_scratch_bytes: dS for every head, the cuBLAS
+// workspace) and the device copies of the problem's buffers, which a GPU
+// rung holds beside the host's. FLOPs: the batched products multiply the
+// whole [T, T] score square, masked half included.
+std::map<std::string, double> memory_model_cuda(const Shape& s, Rung r);
+double executed_flops_cuda(const Shape& s, Rung r);
 
 }  // namespace mw::checkpointing

@@ -1,5 +1,6 @@
 // The model's element-wise kernels (kernels/model/elementwise.cuh): RMSNorm,
-// RoPE and SwiGLU, forward and backward.
+// RoPE, SwiGLU and the causal softmax of score rows, forward and backward;
+// the residual add and the loss's dot product.
 //
 //   ModelKernelsMath   the backward formulas, written here in fp64, against
 //                      central finite differences of the fp64 forward (so a
@@ -148,6 +149,41 @@ SwiGluBwd swiglu_bwd(const Vec& a, const Vec& b, const Vec& dh, bool wrong = fal
     return o;
 }
 
+// Causal softmax of `mats` [n, n] matrices of scores, row i of each over
+// s[0..i] scaled; zeros above the diagonal.
+Vec softmax_causal_fwd(const Vec& s, int mats, int n, double scale) {
+    Vec p(s.size(), 0.0);
+    for (int r = 0; r < mats * n; ++r) {
+        const std::size_t b = std::size_t(r) * n;
+        const int valid = r % n + 1;
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < valid; ++j) m = std::max(m, s[b + j] * scale);
+        for (int j = 0; j < valid; ++j) sum += std::exp(s[b + j] * scale - m);
+        for (int j = 0; j < valid; ++j) p[b + j] = std::exp(s[b + j] * scale - m) / sum;
+    }
+    return p;
+}
+
+// dS from P and dP; `terms`: |p dP| + |p rowsum(dP p)| scaled, what cancels;
+// `wrong` (the negative control) forgets the row sum.
+Vec softmax_causal_bwd(const Vec& p, const Vec& dp, int mats, int n, double scale, Vec* terms = nullptr,
+                       bool wrong = false) {
+    Vec ds(p.size(), 0.0);
+    if (terms) terms->assign(p.size(), 0.0);
+    for (int r = 0; r < mats * n; ++r) {
+        const std::size_t b = std::size_t(r) * n;
+        const int valid = r % n + 1;
+        double dot = 0;
+        for (int j = 0; j < valid; ++j) dot += dp[b + j] * p[b + j];
+        if (wrong) dot = 0;
+        for (int j = 0; j < valid; ++j) {
+            ds[b + j] = p[b + j] * (dp[b + j] - dot) * scale;
+            if (terms) (*terms)[b + j] = (std::fabs(p[b + j] * dp[b + j]) + std::fabs(p[b + j] * dot)) * scale;
+        }
+    }
+    return ds;
+}
+
 // --- finite differences ----------------------------------------------------------------------
 
 // The largest |analytic - numeric| / (|analytic| + rms(analytic) + 1e-12)
@@ -214,6 +250,18 @@ TEST(ModelKernelsMath, SwiGluBackwardMatchesFiniteDifferences) {
     EXPECT_LT(fd_error(a, g.da, loss), kFdTol);
     EXPECT_LT(fd_error(b, g.db, loss), kFdTol);
     EXPECT_GT(fd_error(a, swiglu_bwd(a, b, w, /*wrong=*/true).da, loss), 1e-3);
+}
+
+TEST(ModelKernelsMath, SoftmaxCausalBackwardMatchesFiniteDifferences) {
+    const int mats = 2, n = 5;
+    const double scale = 0.35;
+    Vec s = to_double(random_floats(std::size_t(mats) * n * n, 9, -3, 3));
+    const Vec w = to_double(random_floats(s.size(), 10, -1, 1));  // dL/dP
+    auto loss = [&] { return dot(w, softmax_causal_fwd(s, mats, n, scale)); };
+    const Vec p = softmax_causal_fwd(s, mats, n, scale);
+    EXPECT_LT(fd_error(s, softmax_causal_bwd(p, w, mats, n, scale), loss), kFdTol);
+    // Negative control: without the row sum dS is wrong.
+    EXPECT_GT(fd_error(s, softmax_causal_bwd(p, w, mats, n, scale, nullptr, /*wrong=*/true), loss), 1e-3);
 }
 
 TEST(ModelKernelsMath, InvFreqTableIsTheDefinition) {
@@ -386,14 +434,94 @@ void rmsnorm_dg_deterministic_on(const ElementwiseKernels* k) {
         EXPECT_EQ(std::memcmp(runs[run].data(), runs[0].data(), d * sizeof(float)), 0) << "run " << run;
 }
 
+const int kSeqs[] = {1, 7, 33, 127, 129};  // 129: past one stride of a 128-thread block
+
+void softmax_causal_on(Backend be, const ElementwiseKernels* k) {
+    unsigned seed = 2000;
+    for (int mats : {1, 3})
+        for (int n : kSeqs) {
+            const std::string where = mw::to_string(be) + " matrices " + std::to_string(mats) + " n " + std::to_string(n);
+            const int rows = mats * n;
+            const std::size_t count = std::size_t(rows) * n;
+            const double scale = 1.0 / std::sqrt(double(n + 3));
+            // Scores spread wide enough that exp would overflow without the max.
+            auto s = random_floats(count, ++seed, -200, 200);
+            const auto dp = random_floats(count, ++seed, -1, 1);
+            DeviceArray<float> s_d(k, s), dp_d(k, dp);
+            k->softmax_causal_forward(s_d.get(), rows, n, float(scale), nullptr);
+            const auto p = s_d.host();
+            // The backward of the kernel's own P, so only the backward is judged here.
+            k->softmax_causal_backward(s_d.get(), dp_d.get(), rows, n, float(scale), nullptr);
+
+            const Vec p_ref = softmax_causal_fwd(to_double(s), mats, n, scale);
+            Vec terms;
+            const Vec ds_ref = softmax_causal_bwd(to_double(p), to_double(dp), mats, n, scale, &terms);
+            expect_close("p", p, p_ref, p_ref, n, where);
+            expect_close("ds", dp_d.host(), ds_ref, terms, n, where);
+            for (int r = 0; r < rows; ++r)
+                for (int j = r % n + 1; j < n; ++j)
+                    ASSERT_EQ(p[std::size_t(r) * n + j], 0.0f) << "above the diagonal, row " << r << " col " << j << ", " << where;
+        }
+}
+
+void add_on(Backend be, const ElementwiseKernels* k) {
+    unsigned seed = 3000;
+    for (int n : {1, 7, 33, 127, 129, 70001}) {
+        const std::string where = mw::to_string(be) + " n " + std::to_string(n);
+        const auto a = random_floats(std::size_t(n), ++seed, -1, 1), b = random_floats(std::size_t(n), ++seed, -1, 1);
+        Vec y(a.size()), terms(a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) y[i] = double(a[i]) + b[i], terms[i] = std::fabs(a[i]) + std::fabs(b[i]);
+        DeviceArray<float> a_d(k, a), b_d(k, b);
+        auto y_d = DeviceArray<float>::poisoned(k, std::size_t(n));
+        k->add(a_d.get(), b_d.get(), y_d.get(), n, nullptr);
+        const auto got = y_d.host();
+        expect_close("y", got, y, terms, 1, where);
+        // In place into either operand: the same bits.
+        k->add(a_d.get(), b_d.get(), b_d.get(), n, nullptr);
+        k->add(a_d.get(), a_d.get(), a_d.get(), n, nullptr);  // a + a
+        const auto in_b = b_d.host(), twice_a = a_d.host();
+        EXPECT_EQ(std::memcmp(in_b.data(), got.data(), got.size() * sizeof(float)), 0) << "in place, " << where;
+        for (int i = 0; i < n; ++i) ASSERT_EQ(twice_a[std::size_t(i)], 2 * a[std::size_t(i)]) << where;
+    }
+}
+
+void dot_on(Backend be, const ElementwiseKernels* k) {
+    unsigned seed = 4000;
+    for (int n : {0, 1, 7, 33, 127, 129, 70001}) {
+        const std::string where = mw::to_string(be) + " n " + std::to_string(n);
+        const auto a = random_floats(std::size_t(n), ++seed, -1, 1), b = random_floats(std::size_t(n), ++seed, -1, 1);
+        double want = 0, terms = 0;
+        for (int i = 0; i < n; ++i) want += double(a[std::size_t(i)]) * b[std::size_t(i)], terms += std::fabs(a[std::size_t(i)] * b[std::size_t(i)]);
+        DeviceArray<float> a_d(k, a.empty() ? std::vector<float>{0.0f} : a), b_d(k, b.empty() ? std::vector<float>{0.0f} : b);
+        std::vector<float> runs;
+        for (int run = 0; run < 2; ++run) {
+            auto out = DeviceArray<float>::poisoned(k, 1);
+            k->dot(a_d.get(), b_d.get(), out.get(), n, nullptr);
+            runs.push_back(out.host()[0]);
+        }
+        if (n == 0) {
+            EXPECT_EQ(runs[0], 0.0f) << where;
+            continue;
+        }
+        expect_close("dot", {runs[0]}, {want}, {terms}, 1, where);  // summed in double: one rounding
+        EXPECT_EQ(std::memcmp(&runs[0], &runs[1], sizeof(float)), 0) << "two runs differ, " << where;
+    }
+}
+
 void bad_sizes_on(const ElementwiseKernels* k) {
     EXPECT_THROW(k->rope_forward(nullptr, nullptr, nullptr, nullptr, 1, 1, 7, nullptr), std::invalid_argument);
     EXPECT_THROW(k->rmsnorm_forward(nullptr, nullptr, nullptr, nullptr, 1, 0, 1e-5f, nullptr), std::invalid_argument);
     EXPECT_THROW(k->swiglu_forward(nullptr, nullptr, nullptr, -1, nullptr), std::invalid_argument);
+    EXPECT_THROW(k->softmax_causal_forward(nullptr, 10, 7, 1.0f, nullptr), std::invalid_argument);  // not whole matrices
+    EXPECT_THROW(k->softmax_causal_backward(nullptr, nullptr, 7, 0, 1.0f, nullptr), std::invalid_argument);
+    EXPECT_THROW(k->add(nullptr, nullptr, nullptr, -1, nullptr), std::invalid_argument);
+    EXPECT_THROW(k->dot(nullptr, nullptr, nullptr, -1, nullptr), std::invalid_argument);
     // Nothing to do is not an error, and touches no memory.
     k->rmsnorm_forward(nullptr, nullptr, nullptr, nullptr, 0, 16, 1e-5f, nullptr);
     k->rope_forward(nullptr, nullptr, nullptr, nullptr, 0, 2, 8, nullptr);
     k->swiglu_backward(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr);
+    k->softmax_causal_forward(nullptr, 0, 7, 1.0f, nullptr);
+    k->add(nullptr, nullptr, nullptr, 0, nullptr);
 }
 
 // One suite per backend; "Emu" in the name puts the cuda-emu suite in the
@@ -410,6 +538,18 @@ void bad_sizes_on(const ElementwiseKernels* k) {
     TEST(Suite, SwiGluForwardBackward) {                                                   \
         MW_KERNELS_OR_SKIP(backend, k);                                                    \
         swiglu_on(backend, k);                                                             \
+    }                                                                                      \
+    TEST(Suite, SoftmaxCausalForwardBackward) {                                            \
+        MW_KERNELS_OR_SKIP(backend, k);                                                    \
+        softmax_causal_on(backend, k);                                                     \
+    }                                                                                      \
+    TEST(Suite, ResidualAdd) {                                                             \
+        MW_KERNELS_OR_SKIP(backend, k);                                                    \
+        add_on(backend, k);                                                                \
+    }                                                                                      \
+    TEST(Suite, LossDot) {                                                                 \
+        MW_KERNELS_OR_SKIP(backend, k);                                                    \
+        dot_on(backend, k);                                                                \
     }                                                                                      \
     TEST(Suite, RmsNormDgIsDeterministic) {                                                \
         MW_KERNELS_OR_SKIP(backend, k);                                                    \
