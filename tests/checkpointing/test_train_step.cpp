@@ -13,36 +13,14 @@
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "reference/checkpointing/train_step.hpp"
+#include "tests/checkpointing/train_step_cases.hpp"
 
 namespace {
 
-mw::Shape shape(long layers, long tokens, long seq, long d, long heads, long kv, long d_ff, long every) {
-    return {{{"layers", layers}, {"tokens", tokens}, {"seq", seq}, {"d_model", d}, {"heads", heads}, {"kv_heads", kv},
-             {"d_ff", d_ff}, {"every", every}}};
-}
-
-const mw::Op& op() {
-    const mw::Op* o = mw::find_op("train_step");
-    if (!o) throw std::runtime_error("train_step is not registered");
-    return *o;
-}
-
-// Outputs of one call of variant v (checked against the oracle), copied.
-std::vector<std::vector<char>> run_checked(const mw::Variant& v, mw::Problem& p,
-                                           const std::vector<std::vector<double>>& oracle) {
-    const auto r = mw::check_variant(op(), v, p, oracle);
-    EXPECT_TRUE(r.correct) << v.name << " at " << p.shape.str() << ": " << r.message;
-    std::vector<std::vector<char>> out;
-    for (const auto& b : p.outputs) out.emplace_back(b.as<char>(), b.as<char>() + b.size_bytes());
-    return out;
-}
-
-void expect_same_bits(const std::vector<std::vector<char>>& a, const std::vector<std::vector<char>>& b,
-                      const std::string& what) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t k = 0; k < a.size(); ++k)
-        EXPECT_TRUE(a[k] == b[k]) << what << ": output " << k << " is not bit-identical to store_all's";
-}
+using mw::test::expect_same_bits;
+using mw::test::run_checked;
+constexpr auto* shape = &mw::test::train_step_shape;
+constexpr auto* op = &mw::test::train_step_op;
 
 class TrainStep : public ::testing::TestWithParam<mw::Shape> {};
 
@@ -66,12 +44,7 @@ INSTANTIATE_TEST_SUITE_P(OddShapesFirst, TrainStep,
                                            shape(5, 66, 33, 16, 4, 2, 33, 2),  // GQA, two sequences, 2 + 2 + 1
                                            shape(4, 200, 100, 24, 6, 3, 24, 1),
                                            shape(7, 129, 129, 32, 4, 4, 40, 3)),  // MHA; T across 96-row blocks
-                         [](const testing::TestParamInfo<mw::Shape>& info) {
-                             std::string n = info.param.str();
-                             for (char& c : n)
-                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                             return n;
-                         });
+                         mw::test::shape_test_name);
 
 // Every segment length from 1 (a checkpoint per block) to L (one segment:
 // nothing rebuilt) gives store_all's bits; the inputs do not depend on k.
