@@ -40,6 +40,7 @@
 //
 // Run:   memwall run train_step                        (L 16, 2 x 256 tokens: activations far beyond the L3)
 //        scripts/checkpoint-sweep.sh                   (k = 1..L, peak memory vs step time)
+//        memwall run train_step --backend cuda         (the CUDA rungs; device memory declared, bits compared)
 #pragma once
 
 #include <cstdint>
