@@ -8,7 +8,12 @@
 #include <stdexcept>
 #include <string>
 
+// An unnamed namespace, as in harness/cuda/device_problem.hpp: a test may
+// compile kernels/model/block_cuda.cuh against a stand-in for cuBLAS
+// (tests/checkpointing/fake_cublas/), and its copies of these must not be
+// merged with the real ones by the linker.
 namespace mw::cuda {
+namespace {
 
 // Throws, naming the call, unless cuBLAS reports success.
 inline void cublas_check(cublasStatus_t s, const char* what) {
@@ -23,4 +28,5 @@ inline std::shared_ptr<cublasContext> make_cublas_handle() {
     return {h, [](cublasHandle_t p) { (void)cublasDestroy(p); }};
 }
 
+}  // namespace
 }  // namespace mw::cuda

@@ -30,17 +30,19 @@
 // same products on other buffers gets the same algorithms. The block's own
 // kernels reduce in fixed orders (no atomics).
 //
-// nvcc only (cuBLAS): include inside `#if !MEMWALL_EMU`. Everything sits in an
-// unnamed namespace, as in kernels/model/elementwise.cuh.
+// nvcc only (cuBLAS): include inside `#if !MEMWALL_EMU` — except in
+// tests/checkpointing/test_block_cuda_emu.cpp, which runs it under cuda-emu
+// on a loop-based stand-in for cuBLAS. Everything sits in an unnamed
+// namespace, as in kernels/model/elementwise.cuh.
 #pragma once
 
 #include "harness/cuda/launch.hpp"
 
-#if MEMWALL_EMU
+#include <cublas_v2.h>  // under cuda-emu: tests/checkpointing/fake_cublas/, a test's stand-in
+
+#if MEMWALL_EMU && !defined(MW_FAKE_CUBLAS)
 #error "kernels/model/block_cuda.cuh uses cuBLAS, which cuda-emu lacks: include it inside #if !MEMWALL_EMU"
 #endif
-
-#include <cublas_v2.h>
 
 #include <algorithm>
 #include <climits>
