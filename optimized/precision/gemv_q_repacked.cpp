@@ -122,6 +122,7 @@ struct PackedActs {
     DotActs nat;                     // rounded x, [b][kp] (rung 5's layout)
     std::vector<std::uint32_t> x32;  // [kp / per_lane][b] (int8: 4 q; bf16: 2 halves; f32: the float's bits)
     std::vector<float> d, qs;        // int8: [block][b] scale and sum of q (as float)
+    std::vector<float> c8;           // int4 sym: [block][b] 8 * d * qs, the zero point's share
     std::vector<float> xpad;         // f32 with n_in < kp: x zero-padded to [b][kp]
     const std::uint32_t* x = nullptr;
 };
@@ -145,6 +146,17 @@ MW_TARGET_AVX2 inline void store_rows8(const Args& a, std::int64_t p, int h, std
 }
 
 // --- AVX-512 (VNNI / BF16 / F) --------------------------------------------------
+
+// acc += dot(u8 quads of w, s8 quad x broadcast): vpdpbusd with a broadcast
+// memory operand. Written as asm because GCC 12 copies the accumulator in
+// and out of a scratch register around every _mm512_dpbusd_epi32. With it
+// the int4 step is one load, three unpack ops and 2 x NB vpdpbusd with the
+// x quad as an embedded broadcast: at b = 8 the loop is bound by vpdpbusd
+// throughput (one 512-bit op per cycle on Zen 4), not by the copies.
+MW_TARGET_AVX512_VNNI inline __m512i dpbusd_bcst(__m512i acc, __m512i w, const std::uint32_t* x) {
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+    return acc;
+}
 // NA accumulators per batch item: 2 while there are few items, so that the
 // dot-product latency (4-5 cycles) does not pace a single item's chain.
 
@@ -159,28 +171,34 @@ MW_TARGET_AVX512_VNNI void panel_i4_vnni(const Args& a, std::int64_t p, std::int
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 facc[NB];
     for (int bb = 0; bb < NB; ++bb) facc[bb] = _mm512_setzero_ps();
+    const std::uint32_t* xl = a.X->x + b0;  // x's quads k..k+3, then (xh) k+4..k+7, advanced by 2b per step
+    const std::uint32_t* xh = xl + b;
+    __m512i iacc[NB][NA];
     for (std::int64_t g = 0; g < groups; ++g) {
-        __m512i iacc[NB][NA];
         for (int bb = 0; bb < NB; ++bb)
             for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
-        for (std::int64_t k = g * blk; k < (g + 1) * blk; k += 8, w += 64) {
+        for (std::int64_t t = 0; t < blk / 8; ++t, w += 64, xl += 2 * b, xh += 2 * b) {
             __builtin_prefetch(w + kPrefetchBytes, 0, 3);
             const __m512i v = _mm512_loadu_si512(w);
             const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
             for (int bb = 0; bb < NB; ++bb) {
-                iacc[bb][0] = _mm512_dpbusd_epi32(iacc[bb][0], lo, _mm512_set1_epi32(int(x[bb])));
-                iacc[bb][NA - 1] = _mm512_dpbusd_epi32(iacc[bb][NA - 1], hi, _mm512_set1_epi32(int(x[b + bb])));
+                iacc[bb][0] = dpbusd_bcst(iacc[bb][0], lo, xl + bb);
+                iacc[bb][NA - 1] = dpbusd_bcst(iacc[bb][NA - 1], hi, xh + bb);
             }
         }
         const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRows)));
-        const __m512 z = ASYM ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(zc + g * kRows)))
-                              : _mm512_set1_ps(8.0f);
+        [[maybe_unused]] const __m512 z =
+            ASYM ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(zc + g * kRows))) : _mm512_set1_ps(8.0f);
         for (int bb = 0; bb < NB; ++bb) {
             const __m512i i = NA == 2 ? _mm512_add_epi32(iacc[bb][0], iacc[bb][1]) : iacc[bb][0];
             const std::int64_t at = g * b + b0 + bb;
-            const __m512 f = _mm512_fnmadd_ps(z, _mm512_set1_ps(a.X->qs[at]), _mm512_cvtepi32_ps(i));
-            facc[bb] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, _mm512_set1_ps(a.X->d[at])), facc[bb]);
+            if constexpr (ASYM) {
+                const __m512 f = _mm512_fnmadd_ps(z, _mm512_set1_ps(a.X->qs[at]), _mm512_cvtepi32_ps(i));
+                facc[bb] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, _mm512_set1_ps(a.X->d[at])), facc[bb]);
+            } else {  // three ops per item and group: at b = 8 the epilogue competes with vpdpbusd
+                const __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(i), _mm512_set1_ps(a.X->d[at]), _mm512_set1_ps(a.X->c8[at]));
+                facc[bb] = _mm512_fmadd_ps(f, s, facc[bb]);
+            }
         }
     }
     for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, facc[bb]);
@@ -392,6 +410,10 @@ void prepare_acts(const PackedMatrix& P, const float* x, std::int64_t b, PackedA
                 X.d[std::size_t(g * b + bb)] = X.nat.d[std::size_t(bb * blocks + g)];
                 X.qs[std::size_t(g * b + bb)] = float(X.nat.qsum[std::size_t(bb * blocks + g)]);
             }
+        if (kind == Kind::i4 && !P.spec.asym) {
+            X.c8.resize(X.d.size());
+            for (std::size_t i = 0; i < X.d.size(); ++i) X.c8[i] = 8.0f * X.d[i] * X.qs[i];
+        }
     }
     if (b == 1) {
         X.x = nat;
