@@ -452,15 +452,16 @@ void apply_baseline_rule(CheckResult& r, double naive_rel_fro, double factor, DT
 
 namespace {
 
-CheckResult check_output(const Op& op, const Problem& p, const Buffer& out, const std::vector<double>& ref, double L) {
+CheckResult check_output(const Op& op, const Problem& p, const Buffer& out, const std::vector<double>& ref, double L,
+                         double scale) {
     switch (op.check.mode_for(out.name)) {
         case CheckMode::exact: return check_exact(out, ref);
         case CheckMode::token_sequence:
-            return check_token_sequence(out, ref, near_tie_threshold(op.check, p.dtype, L));
+            return check_token_sequence(out, ref, scale * near_tie_threshold(op.check, p.dtype, L));
         case CheckMode::distribution: return check_distribution(out, ref, op.check.alpha);
         case CheckMode::tolerance: break;
     }
-    return check_close(out, ref, out.dtype, L, op.check.tolerance_scale);
+    return check_close(out, ref, out.dtype, L, op.check.tolerance_scale * scale);
 }
 
 // A per_output entry naming no output is a typo in the op: say so rather
@@ -481,7 +482,7 @@ std::string unknown_per_output(const Op& op, const Problem& p) {
 
 }  // namespace
 
-CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std::vector<double>>& oracle) {
+CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std::vector<double>>& oracle, double scale) {
     CheckResult total;
     if (auto err = unknown_per_output(op, p); !err.empty()) {
         total.ok = false;
@@ -491,7 +492,7 @@ CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std:
     const double L = op.check.reduction_length ? op.check.reduction_length(p.shape) : 1.0;
     for (std::size_t k = 0; k < p.outputs.size(); ++k) {
         const Buffer& out = p.outputs[k];
-        CheckResult r = check_output(op, p, out, oracle.at(k), L);
+        CheckResult r = check_output(op, p, out, oracle.at(k), L, scale);
         total.count += r.count;
         total.mismatches += r.mismatches;
         total.nonfinite += r.nonfinite;

@@ -100,7 +100,9 @@ double gamma_q(double a, double x);
 void apply_baseline_rule(CheckResult& r, double naive_rel_fro, double factor, DType dtype, double L);
 
 // Check every output of a problem against the op's oracle with the op's spec.
-CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std::vector<double>>& oracle);
+// `scale` multiplies the op's tolerance (Variant::tolerance_scale).
+CheckResult check_problem(const Op& op, const Problem& p, const std::vector<std::vector<double>>& oracle,
+                          double scale = 1.0);
 
 // "C[3][517]" from a flat index and dims.
 std::string element_name(const Buffer& b, std::size_t index);

@@ -208,6 +208,12 @@ struct Variant {
     // error against the op's exact oracle is recorded as `error_vs_exact`
     // (information: the price of the format, not a bug).
     std::function<std::vector<std::vector<double>>(const Problem&)> contract_oracle;
+    // A multiplier on the op's tolerance for this variant's check, for a
+    // contract that is itself defined only up to a rounding step: an int8
+    // cache's contract oracle rounds fp64 keys where the variant rounds fp32
+    // ones, so a value on a rounding boundary may land one code apart.
+    // Say why wherever it is not 1.
+    double tolerance_scale = 1.0;
     // The name of another variant of the same op and backend whose outputs
     // this one must reproduce bit for bit on the same inputs: the same
     // arithmetic in the same order (a checkpointed training step vs the one

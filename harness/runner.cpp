@@ -183,9 +183,10 @@ CheckedRun to_checked(const CheckResult& c) {
     return r;
 }
 
-CheckedRun check_instance(const Op& op, Instance& inst, Problem& p, const std::vector<std::vector<double>>& oracle) {
+CheckedRun check_instance(const Op& op, Instance& inst, Problem& p, const std::vector<std::vector<double>>& oracle,
+                          double scale = 1.0) {
     run_once(inst, p);
-    return to_checked(check_problem(op, p, oracle));
+    return to_checked(check_problem(op, p, oracle, scale));
 }
 
 std::vector<std::size_t> input_hashes(const Problem& p) {
@@ -200,8 +201,8 @@ std::vector<std::size_t> input_hashes(const Problem& p) {
 
 CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::vector<std::vector<double>>& oracle) {
     Instance inst = v.prepare(p);
-    if (v.contract_oracle) return check_instance(op, inst, p, v.contract_oracle(p));
-    return check_instance(op, inst, p, oracle);
+    if (v.contract_oracle) return check_instance(op, inst, p, v.contract_oracle(p), v.tolerance_scale);
+    return check_instance(op, inst, p, oracle, v.tolerance_scale);
 }
 
 double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype) {
@@ -482,13 +483,13 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
         r["memory_model"] = {{"terms", terms}, {"total", total}};
         r["peak_vs_model"] = total > 0 ? json(r["peak_extra_bytes"].get<double>() / total) : json();
     }
-    CheckedRun before = to_checked(check_problem(op, p, expected));
+    CheckedRun before = to_checked(check_problem(op, p, expected, v.tolerance_scale));
     std::string bits = same_bits ? compare_bits(p, *same_bits, v.identical_to) : "";
     if (g.kept_outputs.count(v.name) == 0 && needed_as_identical(g, v)) g.kept_outputs[v.name] = copy_outputs(p);
     progress << " checked (" << (before.correct ? "ok" : "WRONG") << "), timing..." << std::flush;
     const TimingStats t = time_variant(v, g, req, inst, gbench);
     // Check again after timing: a variant cannot be right once and wrong afterwards.
-    CheckedRun after = check_instance(op, inst, p, expected);
+    CheckedRun after = check_instance(op, inst, p, expected, v.tolerance_scale);
     if (same_bits && bits.empty()) bits = compare_bits(p, *same_bits, v.identical_to);
     if (same_bits) {
         r["identical_to"] = v.identical_to;

@@ -13,10 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/model/block_cpu.hpp"
+#include "kernels/kv_cache/kv_store.hpp"
 #include "kernels/model/layers_cpu.hpp"
+#include "kernels/precision/gemv.hpp"
 #include "kernels/precision/quant.hpp"
 #include "reference/model/config.hpp"
 
@@ -50,40 +53,74 @@ private:
     std::vector<float> xf_, rf_, z_, dz_, dx_, dxf_;
 };
 
-// Token-by-token decoding with a contiguous key/value cache ([max_seq,
-// kv_dim] per layer). Every projection is one GEMV of the precision lever
-// (kernels/precision/gemv.hpp) on weights prepared once, at construction,
-// as [d_out][d_in] rows in `weights`' format (fp32 by default; bf16, int8 or
-// int4 make a quantized copy of the model); Wq|Wk|Wv and W1|W3 are stacked
-// so each is one pass over its weights. The tied head is the embedding
-// itself, already [vocab][d_model] rows. Attention over the cache is a plain
-// loop per head (a few hundred positions of head_dim values).
+// Token-by-token decoding through a key/value cache
+// (kernels/kv_cache/kv_store.hpp: contiguous fp32 or int8, or paged). Every
+// projection is one GEMV of the precision lever on weights prepared once, at
+// construction, as [d_out][d_in] rows in `weights`' format (fp32 by default;
+// bf16, int8 or int4 make a quantized copy of the model) and repacked for
+// the fastest rung (kernels/precision/gemv.hpp, rung 6: 16-row panels; the
+// quantized formats round x to bf16 or int8 per block inside the GEMV, as
+// rungs 5-6 do). Wq|Wk|Wv and W1|W3 are stacked so each is one pass over its
+// weights, and the n rows of one step (several sequences, or the positions
+// of one prompt) share that pass. The tied head is the embedding itself,
+// already [vocab][d_model] rows. Attention over the cache is the store's:
+// one kv head's group of query heads per task, tasks over the threads.
 class Decoder {
 public:
+    // One sequence (id 0) in a contiguous fp32 cache of c.max_seq positions.
     Decoder(const Config& c, const float* params, precision::QuantSpec weights = {});
-    void reset() { len_ = 0; }
+    // Sequences kept in `store` (not owned; its geometry must be the
+    // model's), at positions below max_pos (the RoPE table's length).
+    Decoder(const Config& c, const float* params, precision::QuantSpec weights, kv_cache::KvStore& store,
+            int max_pos);
+    ~Decoder();
+
+    // The one-sequence interface (first constructor): appends `token` at
+    // position() and returns its next-token logits [vocab] (valid until the
+    // next call). Throws past max_seq.
+    void reset();
     int position() const { return len_; }
-    const Config& config() const { return c_; }
-    // Appends `token` at position() and returns its next-token logits
-    // [vocab] (valid until the next call). Throws past max_seq.
     const float* step(int token);
+
+    // n rows at once: token[i] appended at position pos[i] of sequence
+    // seq[i], whose cache must have room for it (KvStore::grow). Rows of one
+    // sequence may follow each other at consecutive positions (a prompt):
+    // each attends to the positions before it and itself. Returns the
+    // logits [n][vocab] (valid until the next call).
+    const float* step(int n, const int* seq, const int* pos, const int* token);
+
+    const Config& config() const { return c_; }
+    kv_cache::KvStore& store() { return *store_; }
     // Bytes of weights one step streams (the GEMV's stored bytes).
     double weight_bytes() const;
 
+    // A weight matrix in the fastest layout its format has: repacked panels
+    // (rung 6) for f32, bf16, int8_channel and int4; f16 keeps rung 2's rows.
+    struct Mat {
+        precision::QMatrix rows;
+        precision::PackedMatrix panels;
+        bool packed = false;
+        void apply(const float* x, std::int64_t n, float* y) const;
+        double bytes() const;
+    };
+
 private:
     struct LayerQ {
-        precision::QMatrix qkv, wo, w13, w2;
+        Mat qkv, wo, w13, w2;
         const float *attn_norm, *mlp_norm;
-        std::vector<float> k, v;  // the cache
     };
+    void build(const float* params, precision::QuantSpec weights);
+    void resize(int n);
     Config c_;
+    std::unique_ptr<kv_cache::KvStore> own_;
+    kv_cache::KvStore* store_;
     std::vector<LayerQ> layer_;
-    precision::QMatrix head_;
+    Mat head_;
     const float* embed_;
     const float* final_norm_;
     RopeTable rope_;
-    int len_ = 0;
-    std::vector<float> x_, xn_, qkv_, o_, h13_, h_, tmp_, logits_, scores_;
+    int len_ = 0, rows_ = 0;
+    std::vector<float> x_, xn_, qkv_, o_, h13_, h_, tmp_, logits_, rstd_;
 };
 
 // AdamW (decoupled weight decay) over the flat parameter vector; matrices

@@ -60,26 +60,34 @@ Problem make_generate(const Shape& s, DType, std::uint64_t seed) {
     return p;
 }
 
-std::vector<std::vector<double>> oracle_generate(const Problem& p) {
-    const auto& m = default_model();
-    const std::vector<double> w(m.params.begin(), m.params.end());
+// The model generate runs: the trained one, its context raised to the
+// shape's length (positions past the trained 256 extrapolate RoPE).
+const DecodeModel& generate_model(const Shape& s) {
+    return decode_model(default_model().config.kv_heads, int(s["prompt"] + s["tokens"]));
+}
+
+std::vector<std::vector<double>> greedy_oracle(const Problem& p, const std::function<void(double*, int, int)>& round) {
+    const auto& dm = generate_model(p.shape);
+    const std::vector<double> w(dm.params.begin(), dm.params.end());
     const Buffer& pr = p.in("prompt");
     const std::vector<int> prompt(pr.as<std::int32_t>(), pr.as<std::int32_t>() + pr.count);
     std::vector<double> margins;
-    const auto ids = model::ref_greedy(m.config, w.data(), prompt, int(p.shape["tokens"]), &margins);
+    const auto ids = model::ref_greedy(dm.config, w.data(), prompt, int(p.shape["tokens"]), &margins, round);
     return {token_oracle(std::vector<double>(ids.begin(), ids.end()), margins)};
 }
 
+std::vector<std::vector<double>> oracle_generate(const Problem& p) { return greedy_oracle(p, {}); }
+
 std::string validate_generate(const Shape& s) {
-    const int ctx = default_model().config.max_seq;
-    if (s["prompt"] + s["tokens"] > ctx)
-        return "prompt + tokens = " + std::to_string(s["prompt"] + s["tokens"]) + " exceeds the model's context of " +
-               std::to_string(ctx) + " positions";
+    if (s["prompt"] < 1) return "prompt = " + std::to_string(s["prompt"]) + ": need at least one token";
+    if (s["tokens"] < 1) return "tokens = " + std::to_string(s["tokens"]) + ": need at least one";
+    if (s["prompt"] + s["tokens"] > 2048)
+        return "prompt + tokens = " + std::to_string(s["prompt"] + s["tokens"]) + " exceeds 2048 positions";
     return {};
 }
 
 Instance prepare_recompute(Problem& p) {
-    const auto& m = default_model();
+    const auto& m = generate_model(p.shape);
     const std::int64_t n_prompt = p.shape["prompt"], n_new = p.shape["tokens"];
     auto step = std::make_shared<model::cpu::TrainStep>(m.config, 1, int(n_prompt + n_new));
     auto seq = std::make_shared<std::vector<int>>();
@@ -120,13 +128,17 @@ double recompute_flops(const Shape& s) {
 }
 
 }  // namespace
+
+std::vector<std::vector<double>> generate_int8_oracle(const Problem& p) { return greedy_oracle(p, round_kv_int8); }
+const DecodeModel& generate_model_for(const Shape& s) { return generate_model(s); }
+
 }  // namespace mw::kv_cache
 
 MW_REGISTER_OP(generate, {
     .name = "generate", .lever = "kv_cache",
     .summary = "greedy continuation of a prompt by the trained model stack (results/model/default.safetensors)",
     .axes = {"prompt", "tokens"},
-    .default_shape = {{{"prompt", 64}, {"tokens", 192}}},
+    .default_shape = {{{"prompt", 16}, {"tokens", 256}}},
     .quick_shape = {{{"prompt", 16}, {"tokens", 32}}},
     .dtypes = {mw::DType::f32},
     // A cached decoder's work: one forward over every position but the last

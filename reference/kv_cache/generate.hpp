@@ -1,6 +1,9 @@
 // The KV-cache lever: decoding with and without a cache of past keys and
-// values. So far two ops:
+// values, and how that cache is laid out. Ops:
 //
+//   decode_step: one decode step of the trained model for `batch` sequences
+//   at context length ctx (axes ctx, batch, kv_heads); unit: tokens; checked
+//   against the fp64 model's logits.
 //   generate: greedy continuation of a prompt by `tokens` tokens with the
 //   trained model stack (reference/model/); axes prompt, tokens; unit:
 //   generated tokens; checked token by token against the fp64 oracle with
@@ -10,19 +13,29 @@
 //   what MHA / GQA / MQA change (kv_heads = heads / fewer / 1).
 //
 // The ladders (CPU), each rung one idea:
-//   reference/kv_cache/generate.cpp            rung 0  recompute: each new token runs the whole prefix again
-//   optimized/kv_cache/generate_cache.cpp         1  cache: past keys and values kept, one position per step
-//   reference/kv_cache/attn_decode.cpp         rung 0  naive: per query head, three sweeps over its cache
-//   optimized/kv_cache/attn_decode_split.cpp      1  split: KV blocks over threads, one read per group, online-softmax merge
+//   reference/kv_cache/decode_step.cpp, generate.cpp   rung 0  recompute: each step reruns the whole prefix
+//   optimized/kv_cache/cache_contiguous.cpp               1  cache: keys and values kept in a slot per sequence
+//   optimized/kv_cache/cache_int8.cpp                     2  cache_int8: the cache in int8, a scale per position and head
+//   optimized/kv_cache/cache_paged.cpp                    3  paged: blocks of 16 positions from a shared pool
+//   reference/kv_cache/attn_decode.cpp                 rung 0  naive: per query head, three sweeps over its cache
+//   optimized/kv_cache/attn_decode_split.cpp              1  split: KV blocks over threads, one read per group, online-softmax merge
+// The cache layouts and their attention step have one home each:
+// kernels/kv_cache/kv_store.hpp (contiguous, int8, paged), attend.hpp (the
+// chunk step every layout runs), block_allocator.hpp (the paged pool).
 //
-// Run:   memwall run generate            (prompt 64, tokens 192: the model's whole context)
+// Run:   memwall run decode_step --shape ctx=128 --shape ctx=2048
+//        memwall run generate            (prompt 16, 256 new tokens)
 //        memwall run attn_decode --cold  (a 512 MiB cache: GQA 32 query heads on 8 key/value heads)
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "harness/registry.hpp"
+#include "kernels/kv_cache/kv_store.hpp"
 #include "reference/model/checkpoint.hpp"
 
 namespace mw::kv_cache {
@@ -43,6 +56,42 @@ struct DecodeTimes {
     double kv_bytes = 0;
     std::map<std::string, double> counters() const;
 };
+
+// The model a decode op runs at up to `max_pos` positions: the trained
+// default model's config with max_seq raised to max_pos (RoPE is computed
+// for any position; past the trained 256 the model extrapolates), and its
+// weights — or, when kv_heads differs from the trained model's, a seeded
+// random model of the same shape with that many kv heads (decode_step's
+// kv_heads axis: the cost, not the text, is what it measures). Cached.
+struct DecodeModel {
+    model::Config config;
+    std::vector<float> params;
+    bool trained = true;
+};
+const DecodeModel& decode_model(int kv_heads, int max_pos);
+
+// The cache layouts of the cached rungs (kernels/kv_cache/kv_store.hpp),
+// for `seqs` sequences of up to max_len positions each.
+using StoreMaker = std::function<std::unique_ptr<KvStore>(const KvGeometry&, int seqs, int max_len)>;
+// decode_step's cached rungs (optimized/kv_cache/cache_contiguous.cpp):
+// the ctx-position prefix of every sequence written into the store in
+// prepare() (untimed: a prefill), then each call decodes position ctx of
+// every sequence in one step (rewriting that position: calls repeat).
+Instance prepare_decode_step(Problem& p, const StoreMaker& make);
+// generate's cached rungs (optimized/kv_cache/cache_contiguous.cpp), and
+// the bytes they move: every weight once per step, each step's cache read.
+Instance prepare_generate(Problem& p, const StoreMaker& make);
+double generate_bytes(const Shape& s, Elem e);
+// The int8 KV cache's contract for the fp64 oracle (RefCache::round): each
+// kv head's row rounded as ContiguousStore stores it (per position and head,
+// scale max|x| / 127, from the row rounded to fp32) and widened back.
+void round_kv_int8(double* row, int kv_heads, int hd);
+// generate's model for a shape (decode_model at prompt + tokens positions),
+// and its greedy oracle with the cache rows rounded by round_kv_int8.
+const DecodeModel& generate_model_for(const Shape& s);
+std::vector<std::vector<double>> generate_int8_oracle(const Problem& p);
+// decode_step's oracle with the cache rows rounded by round_kv_int8.
+std::vector<std::vector<double>> decode_step_int8_oracle(const Problem& p);
 
 // attn_decode: bytes of the K and V cache, read once (8 b ctx kv_heads hd).
 double attn_decode_cache_bytes(const Shape& s);

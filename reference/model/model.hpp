@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ void ref_block_backward(const Config& c, const LayerPtrs<const double*>& W, cons
 struct RefCache {
     std::vector<std::vector<double>> k, v;
     int len = 0;
+    // Applied to each new key row and value row ([kv_heads][hd], after RoPE)
+    // before it is stored: empty keeps them exact; an INT8 cache's contract
+    // oracle rounds them the way that cache stores them.
+    std::function<void(double* row, int kv_heads, int hd)> round;
 };
 RefCache ref_cache(const Config& c);
 // Appends `token` at position cache.len and returns its next-token logits.
@@ -56,7 +61,9 @@ std::vector<double> ref_step(const Config& c, const double* params, int token, R
 // Greedy continuation of `prompt` by n tokens. margins[i] (optional) is the
 // gap between the largest and second-largest logit at step i: where it is
 // tiny, an fp32 decoder may legitimately pick the other token (a near-tie).
+// `round` as RefCache::round.
 std::vector<int> ref_greedy(const Config& c, const double* params, const std::vector<int>& prompt, int n,
-                            std::vector<double>* margins = nullptr);
+                            std::vector<double>* margins = nullptr,
+                            const std::function<void(double*, int, int)>& round = {});
 
 }  // namespace mw::model

@@ -375,6 +375,7 @@ std::vector<double> ref_step(const Config& c, const double* params, int token, R
         Mat q = matmul(xn, W.wq, 1, d, qd), k = matmul(xn, W.wk, 1, d, kvd), v = matmul(xn, W.wv, 1, d, kvd);
         rope(q.data(), pos, H, hd, c.rope_base, 1);
         rope(k.data(), pos, KV, hd, c.rope_base, 1);
+        if (cache.round) cache.round(k.data(), KV, hd), cache.round(v.data(), KV, hd);
         std::copy(k.begin(), k.end(), cache.k[l].begin() + std::ptrdiff_t(pos) * kvd);
         std::copy(v.begin(), v.end(), cache.v[l].begin() + std::ptrdiff_t(pos) * kvd);
         Mat o(qd, 0.0);
@@ -412,9 +413,10 @@ std::vector<double> ref_step(const Config& c, const double* params, int token, R
 }
 
 std::vector<int> ref_greedy(const Config& c, const double* params, const std::vector<int>& prompt, int n,
-                            std::vector<double>* margins) {
+                            std::vector<double>* margins, const std::function<void(double*, int, int)>& round) {
     if (prompt.empty()) throw std::invalid_argument("greedy decoding needs a prompt of at least one token");
     RefCache cache = ref_cache(c);
+    cache.round = round;
     std::vector<double> z;
     for (int t : prompt) z = ref_step(c, params, t, cache);
     std::vector<int> out;

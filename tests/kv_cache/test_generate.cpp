@@ -34,7 +34,7 @@ TEST_P(Generate, EveryRungMatchesTheOracle) {
 
 INSTANTIATE_TEST_SUITE_P(OddLengthsFirst, Generate,
                          ::testing::Values(std::pair{1, 1}, std::pair{7, 33}, std::pair{1, 127}, std::pair{33, 129},
-                                           std::pair{64, 192}));
+                                           std::pair{64, 192}, std::pair{16, 256}));
 
 TEST(GenerateOp, CountersAndExecutedFlops) {
     const mw::Op* op = mw::find_op("generate");
@@ -49,8 +49,12 @@ TEST(GenerateOp, CountersAndExecutedFlops) {
         EXPECT_GT(k.at("ttft_ms"), 0) << v->name;
         EXPECT_GT(k.at("itl_p99_ms"), 0) << v->name;
         EXPECT_GE(k.at("itl_p99_ms"), k.at("itl_p50_ms")) << v->name;
-        // The cache holds keys and values of every position fed: prompt + tokens - 1.
-        const double kv = v->name == "cache" ? 2.0 * c.layers * (16 + 32 - 1) * c.kv_dim() * 4 : 0.0;
+        // What the store holds at the end: a contiguous slot reserves all
+        // prompt + tokens positions; the paged store the blocks of the
+        // prompt + tokens - 1 positions fed; recompute keeps nothing.
+        const double f32 = 2.0 * c.layers * c.kv_dim() * 4, i8 = 2.0 * c.layers * (c.kv_dim() + 4.0 * c.kv_heads);
+        const double kv = v->name == "cache" ? 48 * f32 : v->name == "cache_int8" ? 48 * i8
+                        : v->name == "paged" ? 48 * f32 /* ceil(47 / 16) = 3 blocks of 16 */ : 0.0;
         EXPECT_EQ(k.at("kv_cache_bytes"), kv) << v->name;
     }
     // Recompute executes a forward over n positions for each n in [16, 48).
@@ -64,12 +68,13 @@ TEST(GenerateOp, CountersAndExecutedFlops) {
     EXPECT_EQ(op->unit.per_call(s), 32);
 }
 
-TEST(GenerateOp, LongerThanTheContextIsRefused) {
+TEST(GenerateOp, LongerThan2048PositionsIsRefused) {
     const mw::Op* op = mw::find_op("generate");
-    const std::string e = op->validate(shape(200, 57));
-    EXPECT_NE(e.find("257"), std::string::npos) << e;
-    EXPECT_NE(e.find("256"), std::string::npos) << e;
-    EXPECT_EQ(op->validate(shape(200, 56)), "");
+    const std::string e = op->validate(shape(2000, 49));
+    EXPECT_NE(e.find("2049"), std::string::npos) << e;
+    EXPECT_NE(e.find("2048"), std::string::npos) << e;
+    EXPECT_EQ(op->validate(shape(2000, 48)), "");
+    EXPECT_NE(op->validate(shape(0, 8)).find("prompt = 0"), std::string::npos);
 }
 
 }  // namespace
