@@ -84,10 +84,22 @@ struct I8Rows {
     using T = std::int8_t;
     static constexpr bool scaled = true;
     template <class V> static MW_SIMD_INLINE V load(const std::int8_t* p) {
-        typedef signed char B __attribute__((vector_size(simd::width<V>)));
-        B x;
-        std::memcpy(&x, p, sizeof x);
-        return __builtin_convertvector(x, V);  // a sign extension and a convert
+        // W bytes sign-extended to W ints (one vpmovsxbd; GCC scalarizes a
+        // generic char-to-int vector conversion), then converted (vcvtdq2ps).
+        typedef char B16 __attribute__((vector_size(16)));
+        typedef long long Q2 __attribute__((vector_size(16)));
+        using I = typename simd::Traits<V>::I;
+        I i;
+        if constexpr (simd::width<V> == 16) {
+            B16 x;
+            std::memcpy(&x, p, sizeof x);
+            i = __builtin_ia32_pmovsxbd512_mask(x, I{}, 0xFFFF);
+        } else {
+            long long lo;  // 8 bytes (vmovq): a 16-byte load could run past the cache's end
+            std::memcpy(&lo, p, sizeof lo);
+            i = __builtin_ia32_pmovsxbd256(B16(Q2{lo, 0}));
+        }
+        return __builtin_convertvector(i, V);
     }
 };
 
@@ -126,14 +138,14 @@ MW_SIMD_INLINE void score_tile(const typename R::T* const* rows, const float* q,
     const long hdv = hd - hd % W;
     V acc[W] = {};
     for (long e = 0; e < hdv; e += W) {
-        V k[RB];
-#pragma GCC unroll 16
-        for (int r = 0; r < RB; ++r) k[r] = R::template load<V>(rows[r] + e);
+        V qv[GB];  // registers: W accumulators, GB queries, one row
 #pragma GCC unroll 4
-        for (int i = 0; i < GB; ++i) {
-            const V qv = simd::load<V>(q + i * hd + e);
+        for (int i = 0; i < GB; ++i) qv[i] = simd::load<V>(q + i * hd + e);
 #pragma GCC unroll 16
-            for (int r = 0; r < RB; ++r) acc[i * RB + r] += k[r] * qv;
+        for (int r = 0; r < RB; ++r) {
+            const V k = R::template load<V>(rows[r] + e);
+#pragma GCC unroll 4
+            for (int i = 0; i < GB; ++i) acc[i * RB + r] += k * qv[i];
         }
     }
     float s[W];
