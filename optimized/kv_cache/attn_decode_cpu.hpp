@@ -75,12 +75,12 @@ struct Workspace {
 };
 
 // The two row formats. load<V>(p): W consecutive elements as fp32.
-struct F32Rows {
+struct F32Format {
     using T = float;
     static constexpr bool scaled = false;
     template <class V> static MW_SIMD_INLINE V load(const float* p) { return simd::load<V>(p); }
 };
-struct I8Rows {
+struct I8Format {
     using T = std::int8_t;
     static constexpr bool scaled = true;
     template <class V> static MW_SIMD_INLINE V load(const std::int8_t* p) {

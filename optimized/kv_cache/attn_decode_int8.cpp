@@ -32,11 +32,11 @@ namespace {
 
 MW_TARGET_AVX512 void task512(const Cache<std::int8_t>& kv, const float* q, long heads, long s, long c, long next,
                               Workspace& ws, float* scratch) {
-    detail::task<simd::f16, I8Rows>(kv, q, heads, s, c, next, ws, scratch);
+    detail::task<simd::f16, I8Format>(kv, q, heads, s, c, next, ws, scratch);
 }
 MW_TARGET_AVX2 void task256(const Cache<std::int8_t>& kv, const float* q, long heads, long s, long c, long next,
                             Workspace& ws, float* scratch) {
-    detail::task<simd::f8, I8Rows>(kv, q, heads, s, c, next, ws, scratch);
+    detail::task<simd::f8, I8Format>(kv, q, heads, s, c, next, ws, scratch);
 }
 
 }  // namespace

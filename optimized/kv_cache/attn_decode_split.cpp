@@ -41,11 +41,11 @@ namespace {
 
 MW_TARGET_AVX512 void task512(const Cache<float>& kv, const float* q, long heads, long s, long c, long next,
                               Workspace& ws, float* scratch) {
-    detail::task<simd::f16, F32Rows>(kv, q, heads, s, c, next, ws, scratch);
+    detail::task<simd::f16, F32Format>(kv, q, heads, s, c, next, ws, scratch);
 }
 MW_TARGET_AVX2 void task256(const Cache<float>& kv, const float* q, long heads, long s, long c, long next,
                             Workspace& ws, float* scratch) {
-    detail::task<simd::f8, F32Rows>(kv, q, heads, s, c, next, ws, scratch);
+    detail::task<simd::f8, F32Format>(kv, q, heads, s, c, next, ws, scratch);
 }
 
 }  // namespace
