@@ -11,6 +11,11 @@
 //   attn_decode: one new query per sequence and head against a long cache
 //   (axes b, heads, kv_heads, ctx, hd): the step that reads the cache, and
 //   what MHA / GQA / MQA change (kv_heads = heads / fewer / 1).
+//   serve: a seeded trace of requests decoded by the trained model on a
+//   fixed KV-memory budget (axes requests, mean_len, max_len, budget_mib,
+//   shared, gap, seed; reference/kv_cache/serve.hpp states the trace);
+//   unit: generated tokens; checked per request like generate; counters:
+//   the admitted batch, KV bytes reserved and wasted, tokens/s, TTFT, ITL.
 //
 // The ladders (CPU), each rung one idea:
 //   reference/kv_cache/decode_step.cpp, generate.cpp   rung 0  recompute: each step reruns the whole prefix
@@ -19,6 +24,8 @@
 //   optimized/kv_cache/cache_paged.cpp                    3  paged: blocks of 16 positions from a shared pool
 //   reference/kv_cache/attn_decode.cpp                 rung 0  naive: per query head, three sweeps over its cache
 //   optimized/kv_cache/attn_decode_split.cpp              1  split: KV blocks over threads, one read per group, online-softmax merge
+//   reference/kv_cache/serve.cpp                       rung 0  static: slots of max_len, a new batch when the whole last one ends
+//   optimized/kv_cache/serve_continuous.cpp               1  continuous_paged: admitted when its blocks are free, shared prefix
 // The cache layouts and their attention step have one home each:
 // kernels/kv_cache/kv_store.hpp (contiguous, int8, paged), attend.hpp (the
 // chunk step every layout runs), block_allocator.hpp (the paged pool).
@@ -26,6 +33,7 @@
 // Run:   memwall run decode_step --shape ctx=128 --shape ctx=2048
 //        memwall run generate            (prompt 16, 256 new tokens)
 //        memwall run attn_decode --cold  (a 512 MiB cache: GQA 32 query heads on 8 key/value heads)
+//        memwall run serve               (64 requests, mean/max length 500/4096, 64 MiB of KV cache)
 #pragma once
 
 #include <functional>
