@@ -12,6 +12,11 @@
 //   (axes b, heads, kv_heads, ctx, hd; window and sinks for rung 3 only):
 //   the step that reads the cache, and what MHA / GQA / MQA change
 //   (kv_heads = heads / fewer / 1), an int8 cache, and a window.
+//   serve: a seeded trace of requests decoded by the trained model on a
+//   fixed KV-memory budget (axes requests, mean_len, max_len, budget_mib,
+//   shared, gap, seed; reference/kv_cache/serve.hpp states the trace);
+//   unit: generated tokens; checked per request like generate; counters:
+//   the admitted batch, KV bytes reserved and wasted, tokens/s, TTFT, ITL.
 //
 // The ladders (CPU), each rung one idea:
 //   reference/kv_cache/decode_step.cpp, generate.cpp   rung 0  recompute: each step reruns the whole prefix
@@ -28,6 +33,8 @@
 //   optimized/kv_cache/attn_decode_sliding.cpp            3  sliding: only the last `window` positions (a ring
 //                                                            buffer) and the first `sinks`: bytes bounded by
 //                                                            window + sinks, not ctx (contract: attention over them)
+//   reference/kv_cache/serve.cpp                       rung 0  static: slots of max_len, a new batch when the whole last one ends
+//   optimized/kv_cache/serve_continuous.cpp               1  continuous_paged: admitted when its blocks are free, shared prefix
 // (CUDA)
 //   optimized/kv_cache/attn_decode_paged.cu               1  paged: the cache in 16-position pages through a block
 //                                                            table, flash-decoding split + merge; kv_append fills
@@ -41,6 +48,7 @@
 //        memwall run attn_decode --cold  (a 512 MiB cache: GQA 32 query heads on 8 key/value heads)
 //        memwall run attn_decode --cold --shape kv_heads=32 --shape kv_heads=8 --shape kv_heads=1   (MHA, GQA, MQA)
 //        memwall run attn_decode --backend cuda        (cuda-emu: --backend cuda-emu --quick)
+//        memwall run serve               (64 requests, mean/max length 500/4096, 64 MiB of KV cache)
 #pragma once
 
 #include <cstdint>
