@@ -11,6 +11,9 @@
 //   attn_decode: one new query per sequence and head against a long cache
 //   (axes b, heads, kv_heads, ctx, hd): the step that reads the cache, and
 //   what MHA / GQA / MQA change (kv_heads = heads / fewer / 1).
+//   paged_attn: the same step read through a block table from a shared pool
+//   of 16-position blocks, fp32 or int8 (axes b, heads, kv_heads, hd, ctx,
+//   int8): level 06's exercise (reference/kv_cache/paged_attn.hpp).
 //
 // The ladders (CPU), each rung one idea:
 //   reference/kv_cache/decode_step.cpp, generate.cpp   rung 0  recompute: each step reruns the whole prefix
@@ -19,6 +22,8 @@
 //   optimized/kv_cache/cache_paged.cpp                    3  paged: blocks of 16 positions from a shared pool
 //   reference/kv_cache/attn_decode.cpp                 rung 0  naive: per query head, three sweeps over its cache
 //   optimized/kv_cache/attn_decode_split.cpp              1  split: KV blocks over threads, one read per group, online-softmax merge
+//   reference/kv_cache/paged_attn.cpp                  rung 0  naive: per query head, gather its rows through the table, three sweeps
+//   optimized/kv_cache/paged_attn_blocks.cpp              1  blocks: a block is one chunk of attend's step, shared by the group
 // The cache layouts and their attention step have one home each:
 // kernels/kv_cache/kv_store.hpp (contiguous, int8, paged), attend.hpp (the
 // chunk step every layout runs), block_allocator.hpp (the paged pool).
@@ -26,6 +31,7 @@
 // Run:   memwall run decode_step --shape ctx=128 --shape ctx=2048
 //        memwall run generate            (prompt 16, 256 new tokens)
 //        memwall run attn_decode --cold  (a 512 MiB cache: GQA 32 query heads on 8 key/value heads)
+//        memwall run paged_attn --shape int8=1
 #pragma once
 
 #include <functional>
