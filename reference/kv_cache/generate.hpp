@@ -17,6 +17,9 @@
 //   shared, gap, seed; reference/kv_cache/serve.hpp states the trace);
 //   unit: generated tokens; checked per request like generate; counters:
 //   the admitted batch, KV bytes reserved and wasted, tokens/s, TTFT, ITL.
+//   paged_attn: the same step read through a block table from a shared pool
+//   of 16-position blocks, fp32 or int8 (axes b, heads, kv_heads, hd, ctx,
+//   int8): level 06's exercise (reference/kv_cache/paged_attn.hpp).
 //
 // The ladders (CPU), each rung one idea:
 //   reference/kv_cache/decode_step.cpp, generate.cpp   rung 0  recompute: each step reruns the whole prefix
@@ -35,6 +38,8 @@
 //                                                            window + sinks, not ctx (contract: attention over them)
 //   reference/kv_cache/serve.cpp                       rung 0  static: slots of max_len, a new batch when the whole last one ends
 //   optimized/kv_cache/serve_continuous.cpp               1  continuous_paged: admitted when its blocks are free, shared prefix
+//   reference/kv_cache/paged_attn.cpp                  rung 0  naive: per query head, gather its rows through the table, three sweeps
+//   optimized/kv_cache/paged_attn_blocks.cpp              1  blocks: a block is one chunk of attend's step, shared by the group
 // (CUDA)
 //   optimized/kv_cache/attn_decode_paged.cu               1  paged: the cache in 16-position pages through a block
 //                                                            table, flash-decoding split + merge; kv_append fills
@@ -49,6 +54,7 @@
 //        memwall run attn_decode --cold --shape kv_heads=32 --shape kv_heads=8 --shape kv_heads=1   (MHA, GQA, MQA)
 //        memwall run attn_decode --backend cuda        (cuda-emu: --backend cuda-emu --quick)
 //        memwall run serve               (64 requests, mean/max length 500/4096, 64 MiB of KV cache)
+//        memwall run paged_attn --shape int8=1
 #pragma once
 
 #include <cstdint>
