@@ -38,10 +38,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "harness/registry.hpp"
 #include "kernels/fusion/simd.hpp"
 
 namespace mw::kv_cache::cpu {
@@ -359,5 +362,22 @@ void decode_i8(const Cache<std::int8_t>& kv, const float* q, long heads, float* 
 
 // The path name recorded in results (Instance::path).
 inline std::string path_name() { return simd::pick() == simd::Isa::avx512 ? "avx512" : "avx2"; }
+
+// The harness's Instance of rungs 1-3: one decode over `kv` per call, the
+// problem's q into its o. `keep` owns whatever kv points into when it is not
+// the problem's own K and V (the int8 rows, the ring).
+template <class T> Instance decode_instance(Problem& p, const Cache<T>& kv, std::shared_ptr<const void> keep = {}) {
+    const long heads = p.shape["heads"];
+    const float* q = p.in("q").as<float>();
+    float* o = p.out("o").as<float>();
+    auto ws = std::make_shared<Workspace>(kv.b, heads, kv.kv_heads, kv.ctx, kv.hd);
+    Instance inst;
+    inst.run = [=, keep = std::move(keep)] {
+        if constexpr (std::is_same_v<T, float>) decode_f32(kv, q, heads, o, *ws);
+        else decode_i8(kv, q, heads, o, *ws);
+    };
+    inst.path = path_name();
+    return inst;
+}
 
 }  // namespace mw::kv_cache::cpu

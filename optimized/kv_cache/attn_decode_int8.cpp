@@ -71,18 +71,12 @@ Int8Cache quantize_cache(const Problem& p) {
 }
 
 Instance prepare_int8(Problem& p) {
-    const long b = p.shape["b"], h = p.shape["heads"], g = p.shape["kv_heads"], ctx = p.shape["ctx"], hd = p.shape["hd"];
     auto c = std::make_shared<Int8Cache>(quantize_cache(p));
     const cpu::Cache<std::int8_t> kv{.K = c->K.as<std::int8_t>(), .V = c->V.as<std::int8_t>(),
                                      .k_scale = c->k_scale.as<float>(), .v_scale = c->v_scale.as<float>(),
-                                     .b = b, .ctx = ctx, .kv_heads = g, .hd = hd};
-    const float* q = p.in("q").as<float>();
-    float* o = p.out("o").as<float>();
-    auto ws = std::make_shared<cpu::Workspace>(b, h, g, ctx, hd);
-    Instance inst;
-    inst.run = [=, cache = c] { cpu::decode_i8(kv, q, h, o, *ws); };  // `cache` keeps the int8 rows alive
-    inst.path = cpu::path_name();
-    return inst;
+                                     .b = p.shape["b"], .ctx = p.shape["ctx"], .kv_heads = p.shape["kv_heads"],
+                                     .hd = p.shape["hd"]};
+    return cpu::decode_instance(p, kv, c);
 }
 
 // The function this rung computes: attention over the dequantized cache.

@@ -51,17 +51,10 @@ Ring build_ring(const Problem& p) {
 }
 
 Instance prepare_sliding(Problem& p) {
-    const long b = p.shape["b"], h = p.shape["heads"], g = p.shape["kv_heads"], hd = p.shape["hd"];
     auto ring = std::make_shared<Ring>(build_ring(p));
-    const cpu::Cache<float> kv{.K = ring->K.as<float>(), .V = ring->V.as<float>(), .b = b, .ctx = long(ring->rows),
-                               .kv_heads = g, .hd = hd};
-    const float* q = p.in("q").as<float>();
-    float* o = p.out("o").as<float>();
-    auto ws = std::make_shared<cpu::Workspace>(b, h, g, long(ring->rows), hd);
-    Instance inst;
-    inst.run = [=, keep = ring] { cpu::decode_f32(kv, q, h, o, *ws); };  // `keep` holds the ring's rows
-    inst.path = cpu::path_name();
-    return inst;
+    const cpu::Cache<float> kv{.K = ring->K.as<float>(), .V = ring->V.as<float>(), .b = p.shape["b"],
+                               .ctx = ring->rows, .kv_heads = p.shape["kv_heads"], .hd = p.shape["hd"]};
+    return cpu::decode_instance(p, kv, ring);
 }
 
 // The function this rung computes: exact attention over the sinks and the window.
@@ -81,5 +74,9 @@ MW_REGISTER_VARIANT(attn_decode_sliding_cpu, {
                  "bytes bounded by window + sinks, not ctx; attention over that set",
     .needs = {"avx2"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::kv_cache::attn_decode_window_bytes(s); },
+    // The op's FLOPs count every position; this rung does the window's.
+    .executed_flops = [](const mw::Shape& s) {
+        return 4.0 * double(s["b"]) * double(s["heads"]) * double(mw::kv_cache::attn_decode_window_rows(s)) * double(s["hd"]);
+    },
     .prepare = mw::kv_cache::prepare_sliding,
     .contract_oracle = mw::kv_cache::window_contract });

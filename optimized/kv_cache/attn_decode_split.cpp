@@ -60,16 +60,8 @@ namespace mw::kv_cache {
 namespace {
 
 Instance prepare_split(Problem& p) {
-    const long b = p.shape["b"], h = p.shape["heads"], g = p.shape["kv_heads"], ctx = p.shape["ctx"], hd = p.shape["hd"];
-    const cpu::Cache<float> kv{.K = p.in("K").as<float>(), .V = p.in("V").as<float>(), .b = b, .ctx = ctx,
-                               .kv_heads = g, .hd = hd};
-    const float* q = p.in("q").as<float>();
-    float* o = p.out("o").as<float>();
-    auto ws = std::make_shared<cpu::Workspace>(b, h, g, ctx, hd);
-    Instance inst;
-    inst.run = [=] { cpu::decode_f32(kv, q, h, o, *ws); };
-    inst.path = cpu::path_name();
-    return inst;
+    return cpu::decode_instance<float>(p, {.K = p.in("K").as<float>(), .V = p.in("V").as<float>(), .b = p.shape["b"],
+                                           .ctx = p.shape["ctx"], .kv_heads = p.shape["kv_heads"], .hd = p.shape["hd"]});
 }
 
 }  // namespace

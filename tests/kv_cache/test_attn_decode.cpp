@@ -243,6 +243,8 @@ TEST(AttnDecodeBytes, EveryRungsBytesByHand) {
     EXPECT_DOUBLE_EQ(mw::kv_cache::attn_decode_int8_cache_bytes(s), 138412032.0);
     // sliding: 4 sinks + 4096 positions: 8 x 4 x 4100 x 8 x 128.
     EXPECT_DOUBLE_EQ(B("sliding"), 134348800.0);
+    // It also does only the window's FLOPs: 4 x 4 sequences x 32 heads x 4100 x 128.
+    EXPECT_DOUBLE_EQ(variant("sliding").executed_flops(s), 268697600.0);
     // A window longer than the context reads the context.
     EXPECT_DOUBLE_EQ(variant("sliding").bytes(shape(4, 32, 8, 1000, 128, 4096, 4), mw::DType::f32), 8.0 * 4 * 1000 * 8 * 128);
     EXPECT_EQ(mw::kv_cache::attn_decode_window_rows(shape(1, 1, 1, 10, 1, 7, 3)), 10);
