@@ -108,7 +108,8 @@ double paged_bytes(const Shape& s) {
 
 MW_REGISTER_VARIANT(attn_decode_paged_cuda, {
     .name = "paged", .op = "attn_decode", .lever = "kv_cache",
-    .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 1,
+    // The CUDA ladder's first (and so far only) rung: its reference on this backend.
+    .role = mw::Role::reference, .backend = MW_CUDA_BACKEND, .rung = 0,
     .rationale = "the cache in 16-position pages from a shared pool through a block table; flash-decoding: "
                  "blocks of 16 pages read once per query group, partial softmaxes merged",
     .needs = {"gpu"},

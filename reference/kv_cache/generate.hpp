@@ -41,7 +41,7 @@
 //   reference/kv_cache/paged_attn.cpp                  rung 0  naive: per query head, gather its rows through the table, three sweeps
 //   optimized/kv_cache/paged_attn_blocks.cpp              1  blocks: a block is one chunk of attend's step, shared by the group
 // (CUDA)
-//   optimized/kv_cache/attn_decode_paged.cu               1  paged: the cache in 16-position pages through a block
+//   optimized/kv_cache/attn_decode_paged.cu          rung 0  paged: the cache in 16-position pages through a block
 //                                                            table, flash-decoding split + merge; kv_append fills
 //                                                            the pages (kernels/kv_cache/paged_attention.cuh)
 // The cache layouts and their attention step have one home each:
