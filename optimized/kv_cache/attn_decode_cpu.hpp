@@ -343,7 +343,7 @@ using TaskFn = void (*)(const Cache<T>& kv, const float* q, long heads, long s, 
 // One decode step's attention over `kv` for q [b][heads][hd] into o [b][heads][hd].
 template <class T> void decode(TaskFn<T> task, const Cache<T>& kv, const float* q, long heads, float* o, Workspace& ws) {
     const long b = kv.b, blocks = ws.blocks;
-#pragma omp parallel num_threads(ws.threads)
+#pragma omp parallel num_threads(std::min(ws.threads, omp_get_max_threads()))  // scratch for ws.threads
     {
         // Each thread a contiguous run of tasks (s, c) in order, so that it
         // knows its next task and can prefetch it.
