@@ -78,6 +78,12 @@ void memwall(const std::string& args) {
     }
 }
 
+nlohmann::json run_json(const std::string& args, const std::string& name) {
+    const std::string path = work_path(name);
+    memwall(args + " --out " + quote(path));
+    return read_json(path);
+}
+
 std::string calibrate() {
     const std::string path = work_path("ceilings.json");
     if (!exists(path)) memwall("calibrate --quick --out " + quote(path));

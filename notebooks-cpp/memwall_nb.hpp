@@ -34,6 +34,11 @@ std::string work_path(const std::string& name);
 // std::runtime_error (with the output's tail) when it exits non-zero.
 void memwall(const std::string& args);
 
+// Runs `memwall <args> --out <work folder>/<name>` (echoing its output) and
+// returns the results document it wrote: for cells that read the runs
+// themselves (a field of each run, a counter, several shapes side by side).
+nlohmann::json run_json(const std::string& args, const std::string& name);
+
 // `memwall calibrate --quick` once, saved under the work folder; later calls
 // reuse the file. Returns its path.
 std::string calibrate();
