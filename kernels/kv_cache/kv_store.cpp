@@ -220,13 +220,17 @@ double PagedStore::wasted_bytes() const {
     return (double(alloc_.used()) * bs - rows) * position_bytes();
 }
 
-float* PagedStore::block_k(int b, int layer) {
+float* PagedStore::block(int b) {
     const auto& g = geometry();
-    return pool_.data() + ((std::size_t(b) * 2 * g.layers + layer) * alloc_.block_size()) * g.kv_dim();
+    return pool_.data() + std::size_t(b) * 2 * g.layers * alloc_.block_size() * g.kv_dim();
 }
-float* PagedStore::block_v(int b, int layer) { return block_k(b, layer + geometry().layers); }
-const float* PagedStore::block_k(int b, int layer) const { return const_cast<PagedStore*>(this)->block_k(b, layer); }
-const float* PagedStore::block_v(int b, int layer) const { return const_cast<PagedStore*>(this)->block_v(b, layer); }
+float* PagedStore::head_rows(int b, int layer, int kv_head) {
+    const auto& g = geometry();
+    return block(b) + (std::size_t(layer) * g.kv_heads + kv_head) * 2 * alloc_.block_size() * g.head_dim;
+}
+const float* PagedStore::head_rows(int b, int layer, int kv_head) const {
+    return const_cast<PagedStore*>(this)->head_rows(b, layer, kv_head);
+}
 
 void PagedStore::write(int seq, int layer, int pos, const float* k, const float* v) {
     if (!is_open(seq)) throw std::invalid_argument(seq_name(seq) + " is not open");
@@ -239,10 +243,13 @@ void PagedStore::write(int seq, int layer, int pos, const float* k, const float*
     const CowCopy cow = make_writable(alloc_, t, pos);
     if (cow.to == -2) throw std::runtime_error("paged KV store: no free block to copy shared block " + std::to_string(cow.from));
     if (cow.to >= 0)  // the whole block, every layer: other layers' rows of this block are still to be read
-        std::memcpy(block_k(cow.to, 0), block_k(cow.from, 0), sizeof(float) * std::size_t(2) * g.layers * bs * g.kv_dim());
-    const int b = t.blocks[std::size_t(pos / bs)], r = pos % bs;
-    std::memcpy(block_k(b, layer) + std::int64_t(r) * g.kv_dim(), k, sizeof(float) * std::size_t(g.kv_dim()));
-    std::memcpy(block_v(b, layer) + std::int64_t(r) * g.kv_dim(), v, sizeof(float) * std::size_t(g.kv_dim()));
+        std::memcpy(block(cow.to), block(cow.from), sizeof(float) * std::size_t(2) * g.layers * bs * g.kv_dim());
+    const int b = t.blocks[std::size_t(pos / bs)], r = pos % bs, hd = g.head_dim;
+    for (int h = 0; h < g.kv_heads; ++h) {
+        float* K = head_rows(b, layer, h);
+        std::memcpy(K + std::int64_t(r) * hd, k + h * hd, sizeof(float) * std::size_t(hd));
+        std::memcpy(K + std::int64_t(bs + r) * hd, v + h * hd, sizeof(float) * std::size_t(hd));
+    }
     note_write(seq, pos);
 }
 
@@ -252,11 +259,10 @@ void PagedStore::attend(int seq, int layer, int kv_head, int len, const float* q
     if (len < 1 || len > t.len)
         throw std::out_of_range(seq_name(seq) + ": attention over " + std::to_string(len) + " positions, " +
                                 std::to_string(t.len) + " allocated");
-    const auto& g = geometry();
-    const std::int64_t kvd = g.kv_dim(), off = std::int64_t(kv_head) * g.head_dim;
-    attend_group(q, G, g.head_dim, len, F32Chunks([&, off, kvd](int c) {
-        const int b = t.blocks[std::size_t(c)];
-        return F32Rows{block_k(b, layer) + off, block_v(b, layer) + off, kvd};
+    const int hd = geometry().head_dim, bs = alloc_.block_size();
+    attend_group(q, G, hd, len, F32Chunks([&, hd, bs](int c) {
+        const float* K = head_rows(t.blocks[std::size_t(c)], layer, kv_head);
+        return F32Rows{K, K + std::int64_t(bs) * hd, hd};
     }), o);
 }
 

@@ -122,8 +122,12 @@ private:
 };
 
 // Blocks of `block_size` positions (16 by default) from a pool of n_blocks,
-// for up to `max_seqs` sequences. Block layout: [layer][row][kv_dim] for K
-// and for V, fp32.
+// for up to `max_seqs` sequences. Block layout, fp32: per layer and kv head,
+// the block's key rows [row][head_dim] then its value rows, so what one
+// attention task reads from a block (one kv head of one layer) is one
+// contiguous run of 2 x 16 x head_dim floats (4 KiB at head_dim 32), not
+// every row's slice of a [row][kv_dim] layout: a page the prefetcher
+// streams, when the pool lies in DRAM.
 class PagedStore final : public KvStore {
 public:
     PagedStore(KvGeometry g, int max_seqs, int n_blocks, int block_size = 16);
@@ -148,15 +152,15 @@ public:
 
 private:
     double position_bytes() const override { return bytes_per_position(geometry(), Elem::f32); }
-    float* block_k(int b, int layer);
-    float* block_v(int b, int layer);
-    const float* block_k(int b, int layer) const;
-    const float* block_v(int b, int layer) const;
+    float* block(int b);
+    // The keys of (layer, kv head) in block b, [row][head_dim]; the values follow.
+    float* head_rows(int b, int layer, int kv_head);
+    const float* head_rows(int b, int layer, int kv_head) const;
     void check_seq(int seq) const;
     BlockAllocator alloc_;
     std::vector<BlockTable> tables_;
     std::vector<int> max_len_;  // per sequence; 0 = closed
-    std::vector<float> pool_;   // [block][K|V][layer][row][kv_dim]
+    std::vector<float> pool_;   // [block][layer][kv_head][K|V][row][head_dim]
 };
 
 }  // namespace mw::kv_cache

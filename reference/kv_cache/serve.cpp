@@ -198,6 +198,7 @@ void ServeEngine::run_rows(int seq, const std::vector<int>& tokens) {
 
 void ServeEngine::end_iteration() {
     if (!row_seq_.empty()) {
+        for (int pos : row_pos_) attended_ += pos + 1;
         const float* z = dec_.step(int(row_seq_.size()), row_seq_.data(), row_pos_.data(), row_tok_.data());
         const auto now = clock::now();
         const int V = dec_.config().vocab;
@@ -216,6 +217,7 @@ void ServeEngine::end_iteration() {
     int holding = 0;
     for (const State& st : state_) holding += st.seq >= 0;
     admitted_.push_back(holding);
+    if (!waiting_.empty()) admitted_queued_.push_back(holding);
     running_.push_back(double(last_row_.size()));
     reserved_.push_back(store_.reserved_bytes());
     wasted_.push_back(store_.wasted_bytes());
@@ -241,6 +243,7 @@ ServeResult ServeEngine::result() const {
         {"iterations", double(admitted_.size())},
         {"admitted_max", admitted_.empty() ? 0.0 : *std::max_element(admitted_.begin(), admitted_.end())},
         {"admitted_mean", mean(admitted_)},
+        {"admitted_mean_queued", mean(admitted_queued_)},
         {"running_mean", mean(running_)},
         {"kv_budget_bytes", store_.budget_bytes()},
         {"kv_reserved_mean", mean(reserved_)},
@@ -255,6 +258,7 @@ ServeResult ServeEngine::result() const {
         {"rejected", double(rejections_.size())},
         {"preemptions", double(preemptions_)},
         {"recomputed_tokens", recomputed_},
+        {"kv_read_bytes", attended_ * serve_bytes_per_position()},
     };
     // The admitted batch over time, where it changes: admitted[k] requests
     // hold memory from iteration admitted_from_iteration[k] on.
@@ -418,7 +422,7 @@ MW_REGISTER_OP(serve, {
     .name = "serve", .lever = "kv_cache",
     .summary = "a serving simulation: a seeded trace of requests decoded by the trained model on a fixed KV-memory budget",
     .axes = {"requests", "mean_len", "max_len", "budget_mib", "shared", "gap", "seed"},
-    .default_shape = {{{"requests", 64}, {"mean_len", 500}, {"max_len", 4096}, {"budget_mib", 64},
+    .default_shape = {{{"requests", 32}, {"mean_len", 500}, {"max_len", 4096}, {"budget_mib", 64},
                        {"shared", 64}, {"gap", 1}, {"seed", 1}}},
     .quick_shape = {{{"requests", 8}, {"mean_len", 100}, {"max_len", 512}, {"budget_mib", 4},
                      {"shared", 16}, {"gap", 1}, {"seed", 1}}},

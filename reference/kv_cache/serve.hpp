@@ -51,8 +51,8 @@
 namespace mw::kv_cache {
 
 struct TraceSpec {
-    int requests = 64, mean_len = 500, max_len = 4096, shared = 64, gap = 1;
-    std::uint64_t seed = 1;
+    int requests = 0, mean_len = 0, max_len = 0, shared = 0, gap = 0;
+    std::uint64_t seed = 0;
 };
 TraceSpec trace_spec(const Shape& s);
 
@@ -152,10 +152,12 @@ private:
     std::vector<int> row_seq_, row_pos_, row_tok_;
     std::vector<std::pair<int, int>> last_row_;  // (request, row)
     int feeding_ = 0;
-    // Per iteration: requests holding memory, requests fed, reserved and wasted bytes.
-    std::vector<double> admitted_, running_, reserved_, wasted_;
+    // Per iteration: requests holding memory, requests fed, reserved and
+    // wasted bytes; and the admitted count of the iterations that left a
+    // request waiting (where memory, not demand, bounded the batch).
+    std::vector<double> admitted_, running_, reserved_, wasted_, admitted_queued_;
     std::vector<double> ttft_s_, itl_s_;
-    double produced_ = 0;
+    double produced_ = 0, attended_ = 0;  // tokens generated; positions attention read
 };
 
 // The glue both rungs share. The served model: the trained one at up to
