@@ -525,6 +525,23 @@ void pick_plateaus(Ceilings& c) {
     }
 }
 
+// A chain of dependent 64-bit adds, 8 per iteration: one cycle each, so
+// adds / seconds is the clock (turbo included, as the kernels see it).
+double measure_clock_ghz(bool quick) {
+    const std::int64_t iters = quick ? 2'000'000 : 20'000'000;
+    double best = 1e30;
+    for (int rep = 0; rep < (quick ? 3 : 7); ++rep) {
+        std::uint64_t x = std::uint64_t(rep);
+        const double t0 = omp_get_wtime();
+        for (std::int64_t i = 0; i < iters; ++i)
+            asm volatile("add %0, %0\n\tadd %0, %0\n\tadd %0, %0\n\tadd %0, %0\n\t"
+                         "add %0, %0\n\tadd %0, %0\n\tadd %0, %0\n\tadd %0, %0"
+                         : "+r"(x));
+        best = std::min(best, omp_get_wtime() - t0);
+    }
+    return 8.0 * double(iters) / best / 1e9;
+}
+
 }  // namespace
 
 Ceilings calibrate_cpu(int max_threads, bool quick) {
@@ -566,6 +583,7 @@ Ceilings calibrate_cpu(int max_threads, bool quick) {
             if (c.threads == 1) break;
         }
     }
+    c.clock_ghz = measure_clock_ghz(quick);
     c.seconds = omp_get_wtime() - t0;
     return c;
 }
@@ -643,6 +661,7 @@ nlohmann::json to_json(const Ceilings& c) {
     j["cache_sweep_1t"] = points_json(c.cache_sweep_1t);
     j["cache_sweep_all"] = points_json(c.cache_sweep_all);
     j["peaks"] = peaks_json(c.peaks);
+    if (c.clock_ghz > 0) j["clock_ghz"] = c.clock_ghz;
     if (!c.gpu_name.empty()) {
         j["gpu"] = {{"name", c.gpu_name},
                     {"dram_gbps", c.gpu_dram_gbps},
@@ -675,6 +694,7 @@ Ceilings ceilings_from_json(const nlohmann::json& j) {
     if (j.contains("cache_sweep_1t")) c.cache_sweep_1t = points_from(j["cache_sweep_1t"]);
     if (j.contains("cache_sweep_all")) c.cache_sweep_all = points_from(j["cache_sweep_all"]);
     if (j.contains("peaks")) c.peaks = peaks_from(j["peaks"]);
+    c.clock_ghz = j.value("clock_ghz", 0.0);
     if (j.contains("gpu")) {
         const auto& g = j["gpu"];
         c.gpu_name = g.value("name", "");

@@ -40,6 +40,10 @@ struct Ceilings {
     std::string note;                                    // e.g. why l3_gbps is 0
     double seconds = 0;                                  // wall time of the calibration
     std::vector<ComputePeak> peaks;  // one per (dtype, threads)
+    // Core clock while one thread runs, GHz, timed on a chain of dependent
+    // integer adds (one cycle each on every x86 core): the cycles behind a
+    // latency-bound prediction. 0 in files that predate it.
+    double clock_ghz = 0;
     // GPU (only when a GPU ran the calibration)
     std::string gpu_name;
     double gpu_dram_gbps = 0, gpu_l2_gbps = 0;

@@ -80,8 +80,12 @@ void print_ceilings(const Ceilings& c) {
     std::printf("DRAM triad bandwidth (STREAM convention, 24 B/element):\n");
     for (std::size_t i = 0; i < c.dram_triad_gbps.size(); ++i)
         std::printf("  %zu thread%s  %7.2f GB/s\n", i + 1, i ? "s" : " ", c.dram_triad_gbps[i]);
+    std::printf("DRAM read-only bandwidth (a streaming sum):\n");
+    for (std::size_t i = 0; i < c.dram_read_by_threads_gbps.size(); ++i)
+        std::printf("  %zu thread%s  %7.2f GB/s\n", i + 1, i ? "s" : " ", c.dram_read_by_threads_gbps[i]);
     std::printf("Cache plateaus (all threads): L1 %.1f GB/s, L2 %.1f GB/s, L3 %.1f GB/s\n", c.l1_gbps, c.l2_gbps,
                 c.l3_gbps);
+    if (c.clock_ghz > 0) std::printf("Core clock (one thread, dependent integer adds): %.2f GHz\n", c.clock_ghz);
     std::printf("Compute peaks:\n");
     for (auto& p : c.peaks)
         std::printf("  %-5s %-14s %d thread%s %8.1f G%s/s\n", p.dtype.c_str(), p.isa.c_str(), p.threads,

@@ -182,6 +182,10 @@ struct Instance {
     // dropped tokens, latency percentiles, ...), read once after the timed
     // calls and the final checked call. Names: letters, digits, '_'.
     std::function<std::map<std::string, double>()> counters;
+    // Optional named series, read with the counters: what one number cannot
+    // say (a batch size over time, the ids of rejected requests). Names as
+    // for counters.
+    std::function<std::map<std::string, std::vector<double>>()> series;
 };
 
 struct Variant {

@@ -259,15 +259,32 @@ void mark_not_timed(json& r) {
 
 // Counter names become JSON keys, CSV columns and lesson placeholders
 // (run:V.counters.NAME): letters, digits and '_' only.
+void check_counter_name(const std::string& name) {
+    const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_';
+    });
+    if (!ok) throw std::runtime_error("counter name '" + name + "' is not letters, digits and '_'");
+}
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
+
 json counters_json(const Instance& inst) {
     json out = json::object();
     if (!inst.counters) return out;
     for (auto& [name, value] : inst.counters()) {
-        const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-            return std::isalnum(c) || c == '_';
-        });
-        if (!ok) throw std::runtime_error("counter name '" + name + "' is not letters, digits and '_'");
-        out[name] = std::isfinite(value) ? json(value) : json();
+        check_counter_name(name);
+        out[name] = finite_or_null(value);
+    }
+    return out;
+}
+
+json series_json(const Instance& inst) {
+    json out = json::object();
+    if (!inst.series) return out;
+    for (auto& [name, values] : inst.series()) {
+        check_counter_name(name);
+        json& list = out[name] = json::array();
+        for (double v : values) list.push_back(finite_or_null(v));
     }
     return out;
 }
@@ -497,12 +514,14 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
         if (!bits.empty()) after.correct = false, after.message += (after.message.empty() ? "" : "; ") + bits;
     }
     const json counters = counters_json(inst);  // after every call the variant makes here
+    const json series = series_json(inst);
     if (v.contract_oracle) {
         CheckResult exact = check_problem(op, p, g.oracle);
         r["error_vs_exact"] = {{"max_abs", exact.max_abs}, {"max_rel", exact.max_rel}, {"rel_fro", exact.rel_fro}};
     }
     record_verdict(v, g, before, after, r);
     if (!counters.empty()) r["counters"] = counters;
+    if (!series.empty()) r["series"] = series;
     if (!inst.path.empty()) r["path"] = inst.path;
     r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
                    {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},

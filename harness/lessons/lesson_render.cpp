@@ -137,7 +137,12 @@ double peak_for(const Ceilings& c, const std::string& dtype, int threads) {
 
 // FLOPs per cycle per core of the ISA the calibration's fp32 peak used,
 // assuming two FMA pipes (Skylake-SP and later server cores): 2 pipes x lanes x 2.
+// FLOPs per cycle of one core: the measured one-thread fp32 peak over the
+// measured clock; without a clock (older ceilings files), what the widest ISA
+// does with two FMA ports — twice too many on cores that run AVX-512 at
+// 256 bits a cycle (Zen 4), which is why the clock is measured.
 double flops_per_cycle(const Ceilings& c) {
+    if (c.clock_ghz > 0) return peak_for(c, "fp32", 1) / c.clock_ghz;
     std::string isa;
     for (auto& p : c.peaks)
         if (p.dtype == "fp32" && p.threads == 1) isa = p.isa;
@@ -165,7 +170,7 @@ Value ceiling_ref(const std::string& name, const Ceilings& c) {
     if (name == "threads") return positive(c.threads, name);
     if (name == "ridge") return peak_for(c, "fp32", 0) / positive(dram_gbps(c), "dram_gbps");
     if (name == "flops_per_cycle") return flops_per_cycle(c);
-    if (name == "clock_ghz") return peak_for(c, "fp32", 1) / flops_per_cycle(c);
+    if (name == "clock_ghz") return c.clock_ghz > 0 ? c.clock_ghz : peak_for(c, "fp32", 1) / flops_per_cycle(c);
     if (name.rfind("peak.", 0) == 0) {
         // peak.<dtype>[.<N>t]
         std::string rest = name.substr(5), dtype = rest;

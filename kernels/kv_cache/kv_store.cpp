@@ -205,6 +205,21 @@ const BlockTable& PagedStore::table(int seq) const {
 double PagedStore::budget_bytes() const { return double(alloc_.total()) * alloc_.block_size() * position_bytes(); }
 double PagedStore::reserved_bytes() const { return double(alloc_.used()) * alloc_.block_size() * position_bytes(); }
 
+double PagedStore::wasted_bytes() const {
+    // Rows of each block in use that some sequence has written (a shared
+    // block: the most any of its sequences wrote into it).
+    const int bs = alloc_.block_size();
+    std::vector<int> filled(std::size_t(alloc_.total()), 0);
+    for (std::size_t s = 0; s < tables_.size(); ++s)
+        for (std::size_t i = 0; i < tables_[s].blocks.size(); ++i) {
+            int& f = filled[std::size_t(tables_[s].blocks[i])];
+            f = std::max(f, std::clamp(written_[s] - int(i) * bs, 0, bs));
+        }
+    double rows = 0;
+    for (int f : filled) rows += f;
+    return (double(alloc_.used()) * bs - rows) * position_bytes();
+}
+
 float* PagedStore::block_k(int b, int layer) {
     const auto& g = geometry();
     return pool_.data() + ((std::size_t(b) * 2 * g.layers + layer) * alloc_.block_size()) * g.kv_dim();

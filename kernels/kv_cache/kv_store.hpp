@@ -73,6 +73,12 @@ public:
     virtual double budget_bytes() const = 0;
     virtual double reserved_bytes() const = 0;
     double used_bytes() const;
+    // Reserved bytes that hold no written position: a slot's unwritten
+    // tail, a block's unfilled rows. Counts memory, not sequences: a block
+    // shared by several sequences is one block (so with sharing, used_bytes,
+    // which counts each sequence's positions, can exceed reserved_bytes,
+    // while this never goes below zero).
+    virtual double wasted_bytes() const { return reserved_bytes() - used_bytes(); }
 
 protected:
     // The highest position written + 1 per sequence (for used_bytes).
@@ -91,6 +97,8 @@ class ContiguousStore final : public KvStore {
 public:
     ContiguousStore(KvGeometry g, int slots, int max_len, Elem e = Elem::f32);
     std::string name() const override { return e_ == Elem::f32 ? "contiguous" : "contiguous_int8"; }
+    int slots() const { return slots_; }
+    int slot_len() const { return max_len_; }
     bool open(int seq, int max_len) override;
     bool grow(int seq, int len) override;
     void close(int seq) override;
@@ -129,6 +137,7 @@ public:
     void attend(int seq, int layer, int kv_head, int len, const float* q, int G, float* o) const override;
     double budget_bytes() const override;
     double reserved_bytes() const override;
+    double wasted_bytes() const override;
 
     // Opens `seq` sharing the first prefix_len positions of open sequence
     // `src` (their blocks retained, copied only when either writes into a

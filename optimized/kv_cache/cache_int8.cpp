@@ -6,11 +6,18 @@
 // chunk step (kernels/kv_cache/attend.hpp). The cache shrinks from 8 to
 // 2 + 8 / head_dim bytes per value pair (2.25 at head_dim 32): 3.6x fewer
 // bytes for attention to read, and 3.6x more context in the same memory.
-// Expected: the step gets faster only where reading the cache is a large part
-// of it — long contexts, or large batches where the weights' read is shared —
-// and the logits move by the rounding of the cache (the contract oracle is
-// the fp64 model with its cache rows rounded the same way; the error against
-// the exact model is reported beside it).
+// Expected: the step gets faster only where reading the cache from memory is
+// a large part of it — a cache larger than the L3, long contexts, large
+// batches — and the logits move by the rounding of the cache (the contract
+// oracle is the fp64 model with its cache rows rounded the same way; the
+// error against the exact model is reported beside it).
+// Measured (2-core EPYC, results/epyc-kvm-2c/kv_cache-decode_step.md):
+// slower than rung 1 — 1.54 against 0.71 ms at ctx 2048 — because the
+// default model's cache (8 MiB at ctx 2048) sits in the L3, where bytes are
+// cheap and this rung's widening of every int8 value to fp32 is not. The
+// byte saving pays where the cache streams from DRAM: attn_decode's int8
+// rung at a 512 MiB cache. generate's 256 tokens through this cache are the
+// exact model's tokens.
 #include "reference/kv_cache/generate.hpp"
 
 namespace mw::kv_cache {

@@ -14,6 +14,7 @@
 // the same cache G times: from DRAM when the cache is larger than the L3.
 // (Sequences and heads are dealt to the threads, so the comparison with the
 // split rung is about bytes, not core count.) Bytes: 8 b heads ctx hd.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -38,27 +39,7 @@ Problem make_attn_decode(const Shape& s, DType dtype, std::uint64_t seed) {
 }
 
 std::vector<std::vector<double>> attn_decode_oracle(const Problem& p) {
-    const auto b = p.shape["b"], h = p.shape["heads"], g = p.shape["kv_heads"], ctx = p.shape["ctx"], hd = p.shape["hd"];
-    const float *q = p.in("q").as<float>(), *K = p.in("K").as<float>(), *V = p.in("V").as<float>();
-    std::vector<double> o(std::size_t(b * h * hd), 0.0);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (std::int64_t s = 0; s < b; ++s)
-        for (std::int64_t hh = 0; hh < h; ++hh) {
-            const std::int64_t kv = hh / (h / g);
-            std::vector<double> sc(static_cast<std::size_t>(ctx));
-            double m = -INFINITY, sum = 0;
-            for (std::int64_t j = 0; j < ctx; ++j) {
-                double d = 0;
-                for (std::int64_t e = 0; e < hd; ++e)
-                    d += double(q[(s * h + hh) * hd + e]) * K[((s * ctx + j) * g + kv) * hd + e];
-                m = std::max(m, sc[std::size_t(j)] = d / std::sqrt(double(hd)));
-            }
-            for (double& x : sc) sum += (x = std::exp(x - m));
-            for (std::int64_t j = 0; j < ctx; ++j)
-                for (std::int64_t e = 0; e < hd; ++e)
-                    o[std::size_t((s * h + hh) * hd + e)] += sc[std::size_t(j)] / sum * V[((s * ctx + j) * g + kv) * hd + e];
-        }
-    return {std::move(o)};
+    return {attn_decode_exact(p.shape, p.in("q").as<float>(), {.K = p.in("K").as<float>(), .V = p.in("V").as<float>()})};
 }
 
 std::string validate_attn_decode(const Shape& s) {
@@ -109,16 +90,70 @@ double attn_decode_cache_bytes(const Shape& s) {
     return 8.0 * double(s["b"]) * double(s["ctx"]) * double(s["kv_heads"]) * double(s["hd"]);
 }
 
+double attn_decode_int8_cache_bytes(const Shape& s) {
+    return 2.0 * double(s["b"]) * double(s["ctx"]) * double(s["kv_heads"]) * (double(s["hd"]) + 4.0);
+}
+
+std::int64_t attn_decode_window_rows(const Shape& s) { return std::min(s["ctx"], s["sinks"] + s["window"]); }
+
+double attn_decode_window_bytes(const Shape& s) {
+    return 8.0 * double(s["b"]) * double(attn_decode_window_rows(s)) * double(s["kv_heads"]) * double(s["hd"]);
+}
+
+bool in_window(std::int64_t j, std::int64_t ctx, std::int64_t window, std::int64_t sinks) {
+    return j < sinks || j >= ctx - window;
+}
+
+std::vector<double> attn_decode_exact(const Shape& s, const float* q, const ExactCache& kv,
+                                      const std::function<bool(std::int64_t)>& keep) {
+    const auto b = s["b"], h = s["heads"], g = s["kv_heads"], ctx = s["ctx"], hd = s["hd"];
+    std::vector<std::int64_t> rows;  // the positions attended
+    for (std::int64_t j = 0; j < ctx; ++j)
+        if (!keep || keep(j)) rows.push_back(j);
+    // Element e of row (sequence, position, kv head) r, in fp64.
+    auto K = [&](std::int64_t r, std::int64_t e) {
+        return kv.K8 ? double(kv.k_scale[r]) * kv.K8[r * hd + e] : double(kv.K[r * hd + e]);
+    };
+    auto V = [&](std::int64_t r, std::int64_t e) {
+        return kv.V8 ? double(kv.v_scale[r]) * kv.V8[r * hd + e] : double(kv.V[r * hd + e]);
+    };
+    std::vector<double> o(std::size_t(b * h * hd), 0.0);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (std::int64_t sq = 0; sq < b; ++sq)
+        for (std::int64_t hh = 0; hh < h; ++hh) {
+            const std::int64_t kvh = hh / (h / g);
+            std::vector<double> sc(rows.size());
+            double m = -INFINITY, sum = 0;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                const std::int64_t r = (sq * ctx + rows[i]) * g + kvh;
+                double d = 0;
+                for (std::int64_t e = 0; e < hd; ++e) d += double(q[(sq * h + hh) * hd + e]) * K(r, e);
+                m = std::max(m, sc[i] = d / std::sqrt(double(hd)));
+            }
+            for (double& x : sc) sum += (x = std::exp(x - m));
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                const std::int64_t r = (sq * ctx + rows[i]) * g + kvh;
+                for (std::int64_t e = 0; e < hd; ++e) o[std::size_t((sq * h + hh) * hd + e)] += sc[i] / sum * V(r, e);
+            }
+        }
+    return o;
+}
+
 }  // namespace mw::kv_cache
 
 MW_REGISTER_OP(attn_decode, {
     .name = "attn_decode", .lever = "kv_cache",
     .summary = "one query per sequence and head against a K/V cache [b, ctx, kv_heads, hd] (MHA/GQA/MQA by kv_heads)",
-    .axes = {"b", "heads", "kv_heads", "ctx", "hd"},
+    // window, sinks: the sliding rung's (3) last positions and first
+    // positions kept; every other rung ignores them.
+    .axes = {"b", "heads", "kv_heads", "ctx", "hd", "window", "sinks"},
     // 512 MiB of cache: 16x this machine's 32 MiB L3, and the 300 MiB L3 of
     // the project's Xeon; GQA of Llama-3 8B's shape (32 heads on 8, hd 128).
-    .default_shape = {{{"b", 4}, {"heads", 32}, {"kv_heads", 8}, {"ctx", 16384}, {"hd", 128}}},
-    .quick_shape = {{{"b", 1}, {"heads", 8}, {"kv_heads", 2}, {"ctx", 2048}, {"hd", 64}}},
+    // A window of a quarter of the context with 4 sinks (StreamingLLM's).
+    .default_shape = {{{"b", 4}, {"heads", 32}, {"kv_heads", 8}, {"ctx", 16384}, {"hd", 128}, {"window", 4096},
+                       {"sinks", 4}}},
+    .quick_shape = {{{"b", 1}, {"heads", 8}, {"kv_heads", 2}, {"ctx", 2048}, {"hd", 64}, {"window", 512},
+                     {"sinks", 4}}},
     .dtypes = {mw::DType::f32},
     .flops = [](const mw::Shape& s) { return 4.0 * double(s["b"]) * s["heads"] * s["ctx"] * s["hd"]; },
     .compulsory_bytes = [](const mw::Shape& s, mw::DType) {
@@ -129,7 +164,10 @@ MW_REGISTER_OP(attn_decode, {
     .check = {.reduction_length = [](const mw::Shape& s) { return double(s["ctx"]); },
               .tolerance_scale = 2.0,  // exp's conditioning, as for softmax
               .baseline_factor = 2.0},
-    .validate = mw::kv_cache::validate_attn_decode });
+    .validate = mw::kv_cache::validate_attn_decode,
+    .flag_axes = {"sinks"},  // no sinks: a plain sliding window
+    // The cache is read, q and o are a few KiB: judged by the read-only roof.
+    .read_dominated = true });
 
 MW_REGISTER_VARIANT(attn_decode_naive_cpu, {
     .name = "naive", .op = "attn_decode", .lever = "kv_cache",

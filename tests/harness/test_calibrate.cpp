@@ -2,6 +2,8 @@
 // JSON form round-trips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/ceilings.hpp"
 
 namespace {
@@ -19,6 +21,17 @@ TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
     EXPECT_GT(mw::peak_gflops(c, "fp32") / mw::peak_gflops(c, "fp64"), 1.4);
     EXPECT_GT(c.l1_gbps, c.dram_triad_gbps.back());
     EXPECT_FALSE(c.cache_sweep_1t.empty());
+    // A core clock from dependent adds: between 0.5 and 7 GHz on anything
+    // real, and a one-thread fp32 peak of 8 to 64 FLOPs per cycle (SSE at
+    // one FMA port up to AVX-512 at two) — not the 2x error a guessed ISA
+    // width makes on cores that split 512-bit work in halves.
+    EXPECT_GT(c.clock_ghz, 0.5);
+    EXPECT_LT(c.clock_ghz, 7.0);
+    double one = 0;
+    for (const auto& p : c.peaks)
+        if (p.dtype == "fp32" && p.threads == 1) one = std::max(one, p.gflops);
+    EXPECT_GE(one / c.clock_ghz, 7.0);
+    EXPECT_LE(one / c.clock_ghz, 70.0);
 }
 
 TEST(Calibrate, JsonRoundTrip) {

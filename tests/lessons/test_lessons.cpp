@@ -86,6 +86,12 @@ TEST(LessonPlaceholders, RunFieldsSpeedupsAndCeilings) {
     EXPECT_DOUBLE_EQ(num(evaluate("ceiling:peak.fp32.1t", c)), 128.0);
     EXPECT_DOUBLE_EQ(num(evaluate("ceiling:ridge", c)), 25.6);
     EXPECT_DOUBLE_EQ(num(evaluate("ceiling:clock_ghz", c)), 2.0);
+    // A measured clock wins over the ISA-width guess (a Zen 4 core runs
+    // AVX-512 at 32 FLOPs a cycle, not 64).
+    Context z = toy();
+    z.ceilings.clock_ghz = 4.0;
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:clock_ghz", z)), 4.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:flops_per_cycle", z)), 32.0);
     EXPECT_EQ(std::get<std::string>(evaluate("machine.cpu_model", c)), "Toy CPU");
     EXPECT_EQ(std::get<std::string>(evaluate("machine.name", c)), "toy-box");
     EXPECT_DOUBLE_EQ(num(evaluate("shape:k", c)), 64);
