@@ -31,19 +31,26 @@ struct I8Src {
     float vscale(int j) const { return r.vs[j * r.sstride]; }
 };
 
-// W consecutive values as a vector (int8 widened exactly to float).
+// W consecutive values as a vector (int8 widened exactly to float). The
+// int8 codes go through int16 and int32 one step at a time: GCC 12 lowers a
+// direct int8 -> float __builtin_convertvector to one scalar conversion per
+// lane (it made the int8 cache slower to read than the fp32 one), the chain
+// to sign extensions and one vcvtdq2ps.
 template <class V> MW_SIMD_INLINE V loadv(const float* p) { return simd::load<V>(p); }
 template <class V> MW_SIMD_INLINE V loadv(const std::int8_t* p) {
+    using I = typename simd::Traits<V>::I;
     if constexpr (simd::width<V> == 16) {
         typedef std::int8_t C __attribute__((vector_size(16)));
+        typedef std::int16_t S __attribute__((vector_size(32)));
         C c;
         std::memcpy(&c, p, sizeof c);
-        return __builtin_convertvector(c, V);
+        return __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(c, S), I), V);
     } else {
         typedef std::int8_t C __attribute__((vector_size(8)));
+        typedef std::int16_t S __attribute__((vector_size(16)));
         C c;
         std::memcpy(&c, p, sizeof c);
-        return __builtin_convertvector(c, V);
+        return __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(c, S), I), V);
     }
 }
 

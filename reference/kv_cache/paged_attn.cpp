@@ -239,7 +239,7 @@ MW_REGISTER_OP(paged_attn, {
                "table; fp32 or, with int8=1, int8 with a scale per position and kv head)",
     .axes = {"b", "heads", "kv_heads", "hd", "ctx", "int8"},
     // Llama-3 8B's attention shape (32 query heads on 8 kv heads of 128),
-    // four sequences of up to 4096: 84 MB of live fp32 cache, 2.6x this
+    // four sequences of up to 4096: 84 MB of live fp32 cache, 2.5x this
     // machine's 32 MiB L3.
     .default_shape = {{{"b", 4}, {"heads", 32}, {"kv_heads", 8}, {"hd", 128}, {"ctx", 4096}, {"int8", 0}}},
     .quick_shape = {{{"b", 3}, {"heads", 8}, {"kv_heads", 2}, {"hd", 64}, {"ctx", 257}, {"int8", 0}}},
