@@ -526,11 +526,14 @@ void pick_plateaus(Ceilings& c) {
 }
 
 // A chain of dependent 64-bit adds, 8 per iteration: one cycle each, so
-// adds / seconds is the clock (turbo included, as the kernels see it).
+// adds / seconds is the clock (turbo included, as the kernels see it). Many
+// short windows (about a millisecond each), the fastest kept: on a shared
+// machine a window the scheduler interrupted reads as a slower clock, and
+// with windows shorter than a time slice most of them run uninterrupted.
 double measure_clock_ghz(bool quick) {
-    const std::int64_t iters = quick ? 2'000'000 : 20'000'000;
+    const std::int64_t iters = 400'000;  // 3.2 M adds: ~1 ms at 3 GHz
     double best = 1e30;
-    for (int rep = 0; rep < (quick ? 3 : 7); ++rep) {
+    for (int rep = 0; rep < (quick ? 40 : 400); ++rep) {
         std::uint64_t x = std::uint64_t(rep);
         const double t0 = omp_get_wtime();
         for (std::int64_t i = 0; i < iters; ++i)
@@ -610,6 +613,25 @@ double dram_gbps(const Ceilings& c) {
     double best = 0;
     for (double g : c.dram_triad_gbps) best = std::max(best, g);
     return best;
+}
+
+std::string fma_datapath(const Ceilings& c, double flops_per_cycle) {
+    std::string isa;
+    for (auto& p : c.peaks)
+        if (p.dtype == "fp32" && p.threads == 1) isa = p.isa;
+    const int bits = isa.find("avx512") != std::string::npos ? 512
+                     : (isa.find("avx2") != std::string::npos || isa.find("fma") != std::string::npos) ? 256
+                                                                                                         : 128;
+    const double per_fma = 2.0 * bits / 32;                        // fp32 lanes x (multiply + add)
+    const double r = std::round(flops_per_cycle / per_fma * 2) / 2;  // full-width FMAs a cycle, to a half
+    char count[32];
+    std::snprintf(count, sizeof count, "%g", r);
+    std::string s = std::string(r == 0.5 ? "half a" : count) + " " + std::to_string(bits) + "-bit FMA" +
+                    (r > 1 ? "s" : "") + " per cycle per core";
+    if (bits == 512 && r >= 1.75) s += " (two 512-bit FMA pipes, as on recent Xeons)";
+    else if (bits == 512 && r >= 0.75) s += " (512-bit instructions on a 256-bit-wide datapath, as on AMD Zen 4)";
+    else if (bits == 256 && r >= 1.75) s += " (two 256-bit FMA pipes)";
+    return s;
 }
 
 double dram_read_gbps(const Ceilings& c) {

@@ -77,6 +77,10 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
 double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");
 double dram_gbps(const Ceilings&);
+// The FMA datapath in words from fp32 FLOP per cycle per core and the vector
+// width of the ISA the one-thread fp32 peak used: "1 512-bit FMA per cycle per
+// core (512-bit instructions on a 256-bit-wide datapath, as on AMD Zen 4)".
+std::string fma_datapath(const Ceilings&, double flops_per_cycle);
 // The best read-only figure; the triad's where none was measured (older files).
 double dram_read_gbps(const Ceilings&);
 

@@ -85,7 +85,15 @@ void print_ceilings(const Ceilings& c) {
         std::printf("  %zu thread%s  %7.2f GB/s\n", i + 1, i ? "s" : " ", c.dram_read_by_threads_gbps[i]);
     std::printf("Cache plateaus (all threads): L1 %.1f GB/s, L2 %.1f GB/s, L3 %.1f GB/s\n", c.l1_gbps, c.l2_gbps,
                 c.l3_gbps);
-    if (c.clock_ghz > 0) std::printf("Core clock (one thread, dependent integer adds): %.2f GHz\n", c.clock_ghz);
+    if (c.clock_ghz > 0) {
+        std::printf("Core clock (one thread, dependent integer adds): %.2f GHz\n", c.clock_ghz);
+        double peak1 = 0;
+        for (auto& p : c.peaks)
+            if (p.dtype == "fp32" && p.threads == 1) peak1 = std::max(peak1, p.gflops);
+        if (peak1 > 0)
+            std::printf("fp32 FLOP per cycle per core (one-thread peak / clock): %.1f = %s\n", peak1 / c.clock_ghz,
+                        fma_datapath(c, peak1 / c.clock_ghz).c_str());
+    }
     std::printf("Compute peaks:\n");
     for (auto& p : c.peaks)
         std::printf("  %-5s %-14s %d thread%s %8.1f G%s/s\n", p.dtype.c_str(), p.isa.c_str(), p.threads,

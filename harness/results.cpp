@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -73,6 +74,14 @@ std::string read_first_line(const std::string& path) {
 nlohmann::json machine_info() {
     nlohmann::json m;
     m["cpu_model"] = cpuinfo_field("model name");
+    // Vendor and family/model numbers: what decides the datapath (Intel
+    // family 6 vs AMD family 25 = Zen 4 run the same AVX-512 code at different widths).
+    m["cpu_vendor"] = cpuinfo_field("vendor_id");
+    for (auto [field, key] : {std::pair{"cpu family", "cpu_family"}, std::pair{"model", "cpu_model_number"}}) {
+        const std::string v = cpuinfo_field(field);
+        if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+            m[key] = std::stoi(v);
+    }
     // The flags that decide which rungs can run.
     std::istringstream flags(cpuinfo_field("flags"));
     std::vector<std::string> keep;

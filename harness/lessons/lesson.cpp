@@ -10,6 +10,7 @@
 //   memwall lesson 01 --no-pause --quick    scripts and tests
 //   memwall lesson 01 --render --out levels/01-vectorization/lesson.rendered.md
 //   memwall lesson 01 --check               every placeholder resolves?
+//   memwall lesson 03 --render --results results/local-<host>   the same text with your own numbers
 //
 // Text comes from levels/<level>/lesson.md, its numbers from the level's
 // recorded results file (lesson_render.hpp has the placeholder syntax).
@@ -153,6 +154,47 @@ bool multi_op(const lesson::Level& L) {
     return false;
 }
 
+// --render/--check --results DIR|FILE: the level rendered from someone's own
+// results instead of the recorded ones. A folder (the main job's, or one that
+// `memwall run <lever> --out DIR/<lever>-cpu.json` wrote) must hold a file
+// named like the level's recorded one; ceilings come from the file, else from
+// DIR/ceilings.json. The machine is named after the folder.
+lesson::Level with_results(lesson::Level L, const std::string& given) {
+    fs::path file = given;
+    const std::string name = L.results_file.filename().string();
+    const std::string make = "memwall run " + L.manifest.value("lever", L.id) + " --out ";
+    if (fs::is_directory(file)) {
+        file /= name;
+        if (!fs::exists(file))
+            throw UsageError("--results '" + given + "' has no " + name + " (the level reads its runs from a file named " +
+                             "like its recorded one); make it with: " + make + file.string());
+    } else if (!fs::exists(file)) {
+        throw UsageError("--results '" + given + "': no such folder or file; give a results folder holding " + name +
+                         " (" + make + "DIR/" + name + ") or the file itself");
+    }
+    nlohmann::json doc;
+    try {
+        doc = read_json_file(file.string());
+    } catch (const std::exception& e) {
+        throw UsageError("--results: " + std::string(e.what()));
+    }
+    if (!doc.is_object() || !doc.contains("runs") || !doc["runs"].is_array())
+        throw UsageError("'" + file.string() + "' is not a memwall results file (no \"runs\" array)");
+    if (!doc.contains("ceilings")) {
+        const fs::path c = file.parent_path() / "ceilings.json";
+        if (!fs::exists(c))
+            throw UsageError("'" + file.string() + "' holds no ceilings and there is no " + c.string() +
+                             "; make one with: memwall calibrate --out " + c.string());
+        auto cj = read_json_file(c.string());
+        if (!cj.contains("ceilings")) throw UsageError("'" + c.string() + "' has no \"ceilings\" field");
+        doc["ceilings"] = cj["ceilings"];
+    }
+    L.results = std::move(doc);
+    L.results_file = fs::absolute(file).lexically_normal();
+    L.manifest["results"] = file.lexically_normal().string();  // as given: the rendered note quotes it
+    return L;
+}
+
 int render_command(const lesson::Level& L, const LessonOptions& o) {
     std::vector<std::string> errors;
     const std::string doc = lesson::render_document(L, lesson::recorded_context(L), &errors);
@@ -225,9 +267,11 @@ void print_machine(const Walk& w) {
               << "  DRAM " << get("ceiling:dram_1t_gbps") << " GB/s (1 thread), " << get("ceiling:dram_gbps")
               << " GB/s (all); fp32 peak " << get("ceiling:peak.fp32.1t") << " GFLOP/s (1 thread), "
               << get("ceiling:peak.fp32") << " (all)\n"
-              << "  ridge point " << get("ceiling:ridge") << " FLOP/byte; implied clock " << get("ceiling:clock_ghz")
-              << " GHz (" << get("ceiling:flops_per_cycle") << " FLOP/cycle/core from the "
-              << (c.peaks.empty() ? "?" : c.peaks.front().isa) << " peak)\n";
+              << "  ridge point " << get("ceiling:ridge") << " FLOP/byte; core clock " << get("ceiling:clock_ghz")
+              << " GHz" << (c.clock_ghz > 0 ? " (measured: a chain of dependent adds)" : " (not measured: assumed)")
+              << "\n  fp32 " << get("ceiling:flops_per_cycle") << " FLOP/cycle/core (the one-thread "
+              << (c.peaks.empty() ? "?" : c.peaks.front().isa) << " peak over the clock): " << get("ceiling:datapath")
+              << "\n";
     if (multi_op(w.L)) std::cout << "  each step runs its own op at its own shape (named with the step)\n\n";
     else std::cout << "  lesson shape " << w.shape.str() << "\n\n";
 }
@@ -277,10 +321,11 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     }
     lesson::Context lc = w.live;
     lc.self = v;
-    double predicted = NAN, recorded = NAN;
+    double predicted = NAN, predicted_ms = NAN, recorded = NAN;
     std::string why;
     try {
         predicted = std::get<double>(lesson::evaluate("predict:" + v, lc));
+        predicted_ms = std::get<double>(lesson::evaluate("predict_time:" + v, lc));
     } catch (const std::exception& e) {
         why = e.what();
     }
@@ -289,6 +334,11 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     } catch (const std::exception&) {
     }
     const double measured = opt_number(*r, "gflops");
+    const double measured_ms =
+        r->contains("time_s") && (*r)["time_s"].is_object() ? 1e3 * opt_number((*r)["time_s"], "best") : NAN;
+    // Predicted over measured time: the same as measured over predicted
+    // GFLOP/s, and defined for an op that does no arithmetic.
+    const double of_prediction = predicted_ms / measured_ms;
     const double speedup = opt_number(*r, "speedup_vs_naive");
     const double intensity = opt_number(*r, "intensity");
     const double roof = opt_number(*r, "roof_gflops");
@@ -297,12 +347,14 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
 
     char line[256];
     std::cout << "\n";
-    std::snprintf(line, sizeof line, "  %-28s %12s %14s\n", "", "GFLOP/s", "vs prediction");
+    std::snprintf(line, sizeof line, "  %-28s %12s %12s %14s\n", "", "GFLOP/s", "ms per call", "vs prediction");
     std::cout << bold(line);
-    std::snprintf(line, sizeof line, "  %-28s %12s\n", "predicted (this machine)", num(predicted).c_str());
+    std::snprintf(line, sizeof line, "  %-28s %12s %12s\n", "predicted (this machine)", num(predicted).c_str(),
+                  num(predicted_ms).c_str());
     std::cout << line;
-    std::snprintf(line, sizeof line, "  %-28s %12s %14s   %s, %sx the naive rung\n", "measured now", num(measured).c_str(),
-                  std::isfinite(predicted) && predicted > 0 ? (num(100 * measured / predicted, 2) + "%").c_str() : "",
+    std::snprintf(line, sizeof line, "  %-28s %12s %12s %14s   %s, %sx the naive rung\n", "measured now",
+                  num(measured).c_str(), num(measured_ms).c_str(),
+                  std::isfinite(of_prediction) ? (num(100 * of_prediction, 2) + "%").c_str() : "",
                   correct ? "correct" : "INCORRECT", num(speedup).c_str());
     std::cout << line;
     if (std::isfinite(recorded)) {
@@ -322,6 +374,16 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     std::cout << "\n  " << bold("Roofline") << ": intensity " << num(intensity) << " FLOP/byte (the rung's traffic model)"
               << (memory_side ? " < " : " >= ") << "ridge " << num(ridge) << " -> "
               << (memory_side ? "memory-bound" : "compute-bound") << " side\n";
+    if (!(intensity > 0) && std::isfinite(measured_ms) && measured_ms > 0) {
+        // No arithmetic: the roofline has no point for it; bandwidth does.
+        try {
+            const double bytes = std::get<double>(lesson::evaluate("model:self.bytes", lc));
+            std::cout << "  no arithmetic, so no point on the roofline: the rung's " << num(bytes / (1 << 20))
+                      << " MiB in " << num(measured_ms) << " ms is " << num(bytes / measured_ms / 1e6)
+                      << " GB/s (DRAM triad " << num(dram_gbps(w.live.ceilings)) << " GB/s)\n";
+        } catch (const std::exception&) {
+        }
+    }
     if (std::isfinite(roof) && roof > 0) {
         const double frac = measured / roof;
         const bool read = r->value("memory_roof", "") == "dram_read";
@@ -333,7 +395,9 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
     }
     s.update({{"ran", true}, {"correct", correct}, {"shape", w.shape.str()}, {"threads", w.threads},
               {"predicted_gflops", std::isfinite(predicted) ? nlohmann::json(predicted) : nlohmann::json()},
+              {"predicted_ms", std::isfinite(predicted_ms) ? nlohmann::json(predicted_ms) : nlohmann::json()},
               {"measured_gflops", measured},
+              {"measured_ms", std::isfinite(measured_ms) ? nlohmann::json(measured_ms) : nlohmann::json()},
               {"recorded_gflops", std::isfinite(recorded) ? nlohmann::json(recorded) : nlohmann::json()},
               {"recorded_machine", w.recorded.machine_name},
               {"speedup_vs_naive", std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()},
@@ -376,8 +440,8 @@ void print_summary(const Walk& w) {
               << "\n";
     char line[240];
     const int vw = several ? 28 : 12;
-    std::snprintf(line, sizeof line, "  %-4s %-*s %12s %12s %10s %10s  %s\n", "step", vw, "variant", "predicted",
-                  "measured", "vs naive", "of roof", "bound");
+    std::snprintf(line, sizeof line, "  %-4s %-*s %11s %11s %10s %10s %10s %10s  %s\n", "step", vw, "variant",
+                  "pred GF/s", "meas GF/s", "pred ms", "meas ms", "vs naive", "of roof", "bound");
     std::cout << bold(line);
     for (auto& s : w.summary) {
         if (!s.value("ran", false)) continue;
@@ -385,8 +449,9 @@ void print_summary(const Walk& w) {
             return s.contains(k) && s[k].is_number() ? num(s[k].get<double>()) + suffix : std::string("-");
         };
         const std::string name = several ? s.value("op", "") + "/" + s.value("variant", "") : s.value("variant", "");
-        std::snprintf(line, sizeof line, "  %-4d %-*s %12s %12s %10s %10s  %s\n", s.value("step", s.value("rung", 0)), vw,
-                      name.c_str(), n("predicted_gflops").c_str(), n("measured_gflops").c_str(),
+        std::snprintf(line, sizeof line, "  %-4d %-*s %11s %11s %10s %10s %10s %10s  %s\n",
+                      s.value("step", s.value("rung", 0)), vw, name.c_str(), n("predicted_gflops").c_str(),
+                      n("measured_gflops").c_str(), n("predicted_ms").c_str(), n("measured_ms").c_str(),
                       n("speedup_vs_naive", "x").c_str(),
                       s.contains("fraction_of_roof") ? (num(100 * s["fraction_of_roof"].get<double>(), 2) + "%").c_str()
                                                      : "-",
@@ -490,9 +555,10 @@ int run_lesson(const LessonOptions& o) {
         throw UsageError("the lesson walks the " + std::string("cpu") + " ladder; unknown or unsupported backend '" +
                          o.backend + "'; valid backends: cpu (the CUDA ladder: memwall run vectorization --backend cuda-emu)");
     check_json_path(o.json_out, "--json");
-    check_json_path(o.results_out, "--results");
+    if (!(o.render || o.check)) check_json_path(o.results_out, "--results");
     if (o.only && o.step < 0) throw UsageError("--only needs --step N");
-    const lesson::Level L = lesson::load_level(levels_root(), repo_root(), o.level);
+    lesson::Level L = lesson::load_level(levels_root(), repo_root(), o.level);
+    if ((o.render || o.check) && !o.results_out.empty()) L = with_results(std::move(L), o.results_out);
     const auto& steps = L.manifest["steps"];
     if (o.step >= int(steps.size()) || (o.step < 0 && o.step != -1))
         throw UsageError("step " + std::to_string(o.step) + " is out of range for " + L.id +
@@ -516,8 +582,11 @@ MW_REGISTER_COMMAND(lesson, [](CLI::App& app) -> CommandAction {
     sub->add_option("--threads", o->threads, "CPU threads (default: all hardware threads)");
     sub->add_option("--ceilings", o->ceilings_path, "Ceilings from `memwall calibrate --out` (default: quick calibration)");
     sub->add_option("--json", o->json_out, "Write the walk (predictions, measurements, results) as JSON here");
-    sub->add_option("--results", o->results_out, "Write the walk's runs as a results file (for memwall plot)");
-    sub->add_flag("--render", o->render, "Print lesson.md with its numbers filled in from the recorded results");
+    sub->add_option("--results", o->results_out,
+                    "Walking: write the walk's runs as a results file (for memwall plot). With --render or --check: "
+                    "render from this results folder (or file) instead of the recorded results");
+    sub->add_flag("--render", o->render,
+                  "Print lesson.md with its numbers filled in from the recorded results (or --results DIR)");
     sub->add_option("--out", o->out, "With --render: write the markdown here");
     sub->add_flag("--check", o->check, "Check that every placeholder resolves against the recorded results");
     return [o] { return run_lesson(*o); };

@@ -135,8 +135,6 @@ double peak_for(const Ceilings& c, const std::string& dtype, int threads) {
     return best;
 }
 
-// FLOPs per cycle per core of the ISA the calibration's fp32 peak used,
-// assuming two FMA pipes (Skylake-SP and later server cores): 2 pipes x lanes x 2.
 // FLOPs per cycle of one core: the measured one-thread fp32 peak over the
 // measured clock; without a clock (older ceilings files), what the widest ISA
 // does with two FMA ports — twice too many on cores that run AVX-512 at
@@ -170,6 +168,11 @@ Value ceiling_ref(const std::string& name, const Ceilings& c) {
     if (name == "threads") return positive(c.threads, name);
     if (name == "ridge") return peak_for(c, "fp32", 0) / positive(dram_gbps(c), "dram_gbps");
     if (name == "flops_per_cycle") return flops_per_cycle(c);
+    if (name == "datapath") return fma_datapath(c, flops_per_cycle(c));
+    if (name == "clock_source")
+        return std::string(c.clock_ghz > 0 ? "measured by `memwall calibrate` with a chain of dependent adds, one per cycle"
+                                           : "not measured in these ceilings (an older calibration): derived from the "
+                                             "one-thread peak assuming two FMA pipes of the widest vector width");
     if (name == "clock_ghz") return c.clock_ghz > 0 ? c.clock_ghz : peak_for(c, "fp32", 1) / flops_per_cycle(c);
     if (name.rfind("peak.", 0) == 0) {
         // peak.<dtype>[.<N>t]
@@ -185,7 +188,7 @@ Value ceiling_ref(const std::string& name, const Ceilings& c) {
     }
     throw Error("unknown ceiling '" + name +
                 "'; valid: dram_gbps, dram_read_gbps, dram_1t_gbps, l1_gbps, l2_gbps, l3_gbps, l1d_bytes, l2_bytes, l3_bytes, "
-                "threads, ridge, flops_per_cycle, clock_ghz, peak.<dtype>[.<N>t]");
+                "threads, ridge, flops_per_cycle, datapath, clock_ghz, clock_source, peak.<dtype>[.<N>t]");
 }
 
 // Bandwidth of the cache sweep at a working set: the first point at least as
@@ -241,6 +244,30 @@ Value predict_ref(const std::string& variant_in, const Context& ctx) {
     throw Error("no step '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) + " in level.json");
 }
 
+// A step's predicted time per call in ms: its predict.time_ms formula, else
+// the op's FLOPs over the predicted GFLOP/s. An op that does no arithmetic
+// (a transpose) has no GFLOP/s to divide by and must state its time.
+Value predict_time_ref(const std::string& variant_in, const Context& ctx) {
+    const std::string variant = variant_in == "self" ? ctx.self : variant_in;
+    for (auto& s : ctx.steps) {
+        const std::string op = s.value("op", ctx.level_op.empty() ? ctx.op : ctx.level_op);
+        if (s.value("variant", "") != variant || op != ctx.op) continue;
+        Context sub = ctx;
+        sub.self = variant;
+        if (s.contains("predict") && s["predict"].contains("time_ms"))
+            return evaluate(s["predict"]["time_ms"].get<std::string>(), sub);
+        const double flops = std::get<double>(model_ref("self.flops", sub));
+        if (!(flops > 0))
+            throw Error("step '" + variant + "' of " + ctx.op +
+                        " does no arithmetic: give it a predict.time_ms formula (bytes over a bandwidth) in level.json");
+        const Value g = predict_ref(variant, sub);
+        if (!std::holds_alternative<double>(g) || !(std::get<double>(g) > 0))
+            throw Error("step '" + variant + "' predicts no positive GFLOP/s to turn into a time");
+        return flops / std::get<double>(g) / 1e6;
+    }
+    throw Error("no step '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) + " in level.json");
+}
+
 Value resolve_ref(const std::string& ref, const Context& ctx) {
     const auto colon = ref.find(':');
     std::string kind = colon == std::string::npos ? ref : ref.substr(0, colon);
@@ -249,7 +276,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     // OP::rest: the same reference, about another op of the level.
     if (const auto q = body.find("::"); q != std::string::npos &&
         (kind == "run" || kind == "speedup" || kind == "memory" || kind == "model" || kind == "predict" ||
-         kind == "shape")) {
+         kind == "predict_time" || kind == "shape")) {
         Context sub = for_op(ctx, body.substr(0, q));
         if (sub.op != ctx.op) sub.self.clear();
         return resolve_ref(kind + ":" + body.substr(q + 2), sub);
@@ -287,13 +314,15 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     }
     if (kind == "model") return model_ref(body, ctx);
     if (kind == "predict") return predict_ref(body, ctx);
+    if (kind == "predict_time") return predict_time_ref(body, ctx);
     if (kind == "results") {
         if (body == "path" && !ctx.results_path.empty()) return ctx.results_path;
+        if (body == "dir" && !ctx.results_dir.empty()) return ctx.results_dir;
         if (body == "command" && !ctx.results_command.empty()) return ctx.results_command;
-        throw Error("unknown or empty results field '" + body + "'; valid: path, command");
+        throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command");
     }
     throw Error("unknown reference '" + ref +
-                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, results:");
+                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, results:");
 }
 
 // ------------------------------------------------------------ expressions
@@ -496,6 +525,7 @@ Context recorded_context(const Level& L) {
     c.machine = L.results.value("machine", nlohmann::json::object());
     c.machine_name = L.results_file.parent_path().filename().string();
     c.results_path = L.manifest.value("results", "");
+    c.results_dir = fs::relative(L.results_file.parent_path(), L.dir).generic_string();
     c.results_command = L.results.value("command", "");
     c.steps = L.manifest.value("steps", nlohmann::json::array());
     c.op = c.level_op = L.op;

@@ -15,7 +15,10 @@
 //   {{memory:tiled/naive}}         peak_bytes of tiled / peak_bytes of naive (same shape)
 //   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_read_gbps, dram_1t_gbps,
 //                                  l1_gbps, l2_gbps, l3_gbps, peak.fp32, peak.fp32.1t,
-//                                  ridge, clock_ghz, flops_per_cycle, l1d_bytes, ...
+//                                  ridge, clock_ghz, flops_per_cycle, l1d_bytes, ...;
+//                                  datapath: the FMA datapath in words, from the measured
+//                                  FLOP per cycle and the peak kernel's vector width;
+//                                  clock_source: how clock_ghz was obtained, in words
 //   {{machine.cpu_model}}          the results file's machine block; machine.name is
 //                                  the results folder (results/<name>/...)
 //   {{shape:k}}                    an axis of the recorded shape
@@ -23,7 +26,11 @@
 //                                  flops, executed_flops, units (the op's units per
 //                                  call), bytes, intensity, compulsory_bytes
 //   {{predict:simd}}               the step's prediction formula (level.json steps[].predict)
-//   {{results:path}}, {{results:command}}
+//   {{predict_time:simd}}          its predicted time per call in ms: steps[].predict.time_ms,
+//                                  else model flops / predicted GFLOP/s (an op with no
+//                                  arithmetic, a transpose, must give time_ms)
+//   {{results:path}}, {{results:command}}, {{results:dir}} (the results file's folder relative
+//                                  to the level's: images, ![..]({{results:dir}}/roofline-...png))
 //
 // Levels spanning several ops (a step may name its "op" in level.json): a
 // step's section is rendered with that op's runs and recorded shape, and any
@@ -69,6 +76,7 @@ struct Context {
     nlohmann::json machine = nlohmann::json::object();
     std::string machine_name;  // results/<machine_name>/...
     std::string results_path, results_command;
+    std::string results_dir;  // the results file's folder, relative to the level's folder (for plots)
     std::optional<Shape> shape;          // shape for shape:, model:, and run: without @
     nlohmann::json steps = nlohmann::json::array();  // level.json "steps" (for predict:)
     std::string op = "gemm";  // the op whose runs and models unqualified references mean

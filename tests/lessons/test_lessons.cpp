@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,40 @@ TEST(LessonPlaceholders, PredictEvaluatesTheStepsFormula) {
     EXPECT_THROW(evaluate("predict:fast", c), Error);
 }
 
+// A predicted time: FLOPs over the predicted GFLOP/s, or the step's own
+// time_ms formula; an op without arithmetic must state one.
+TEST(LessonPlaceholders, PredictTimeFromGflopsOrItsOwnFormula) {
+    Context c = toy();
+    const double flops = 2.0 * 64 * 64 * 64;
+    c.op = "gemm";
+    c.steps = nlohmann::json::array({{{"variant", "naive"}, {"predict", {{"gflops", "0.5"}}}},
+                                     {{"variant", "blocked"}, {"predict", {{"gflops", "0"}, {"time_ms", "2 * 3"}}}}});
+    EXPECT_DOUBLE_EQ(num(evaluate("predict_time:naive", c)), flops / 0.5 / 1e6);
+    EXPECT_DOUBLE_EQ(num(evaluate("predict_time:blocked", c)), 6.0);
+    c.steps[0]["predict"]["gflops"] = "0";
+    EXPECT_THROW(evaluate("predict_time:naive", c), Error);  // no positive rate to divide by
+    EXPECT_THROW(evaluate("predict_time:simd", c), Error);   // no such step
+}
+
+// The datapath in words comes from the measured clock, not the ISA's name:
+// the same AVX-512 peak kernel at 64 and at 32 FLOP/cycle.
+TEST(LessonPlaceholders, DatapathFollowsTheMeasuredClock) {
+    Context c = toy();  // 128 GFLOP/s one-thread avx512f peak
+    c.ceilings.clock_ghz = 2.0;
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:flops_per_cycle", c)), 64.0);
+    auto words = std::get<std::string>(evaluate("ceiling:datapath", c));
+    EXPECT_NE(words.find("2 512-bit FMAs"), std::string::npos) << words;
+    EXPECT_NE(words.find("Xeon"), std::string::npos) << words;
+    c.ceilings.clock_ghz = 4.0;
+    EXPECT_DOUBLE_EQ(num(evaluate("ceiling:flops_per_cycle", c)), 32.0);
+    words = std::get<std::string>(evaluate("ceiling:datapath", c));
+    EXPECT_NE(words.find("1 512-bit FMA per cycle"), std::string::npos) << words;
+    EXPECT_NE(words.find("256-bit-wide"), std::string::npos) << words;
+    EXPECT_NE(std::get<std::string>(evaluate("ceiling:clock_source", c)).find("measured"), std::string::npos);
+    c.ceilings.clock_ghz = 0;  // an older ceilings file: said to be assumed
+    EXPECT_NE(std::get<std::string>(evaluate("ceiling:clock_source", c)).find("not measured"), std::string::npos);
+}
+
 TEST(LessonPlaceholders, Formats) {
     const Context c = toy();
     EXPECT_EQ(render("{{run:fast.gflops}}", c), "40");
@@ -197,6 +232,14 @@ TEST(Lessons, EveryLevelResolvesAgainstItsResults) {
             EXPECT_EQ(sections.steps[i].variant, steps[i]["variant"].get<std::string>()) << id << " step " << i;
             EXPECT_FALSE(sections.steps[i].after.empty()) << id << " step " << i << " has no <!-- measure --> part";
             EXPECT_TRUE(steps[i].contains("predict")) << id << " step " << i << " has no predict formula";
+            // Every step predicts a time too, byte-only ops (a transpose) included.
+            Context sc = for_op(recorded_context(L), step_op(steps[i], L.op));
+            try {
+                const double ms = num(evaluate("predict_time:" + steps[i]["variant"].get<std::string>(), sc));
+                EXPECT_TRUE(std::isfinite(ms) && ms > 0) << id << " step " << i << ": " << ms;
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << id << " step " << i << ": " << e.what();
+            }
         }
     }
     EXPECT_GE(lessons, 1);
@@ -245,6 +288,41 @@ TEST(LessonCli, RenderWritesMarkdownWithEveryNumberFilled) {
     EXPECT_EQ(r.status, 0) << r.output;
 }
 
+// A student's own results folder: the lesson rendered from it names their
+// machine (the folder) and every placeholder resolves; a folder without the
+// level's file, or a file that is not results, is a usage error naming it.
+TEST(LessonCli, RenderFromAnotherResultsFolder) {
+    const fs::path dir = tmp("results") / "local-student";
+    fs::create_directories(dir);
+    auto r = memwall("run layout --quick --threads 1 --ceilings " +
+                     (kRoot / "results" / "epyc-kvm-2c" / "ceilings.json").string() + " --out " +
+                     (dir / "layout-cpu.json").string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const fs::path out = tmp("student.md");
+    r = memwall("lesson 03 --render --results " + dir.string() + " --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string md = slurp(out);
+    EXPECT_NE(md.find("recorded on local-student"), std::string::npos);
+    EXPECT_EQ(md.find("xeon-kvm-2c"), std::string::npos) << "no number or plot of the project's machine may remain";
+    EXPECT_EQ(md.find("??"), std::string::npos);
+    EXPECT_EQ(md.find("{{"), std::string::npos);
+    r = memwall("lesson 03 --check --results " + dir.string());
+    EXPECT_EQ(r.status, 0) << r.output;
+
+    r = memwall("lesson 01 --render --results " + dir.string());  // no vectorization-cpu.json there
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("vectorization-cpu.json"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("memwall run vectorization"), std::string::npos) << r.output;
+    { std::ofstream(dir / "broken.json") << "{\"runs\": ["; }
+    r = memwall("lesson 03 --render --results " + (dir / "broken.json").string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("broken.json"), std::string::npos) << r.output;
+    r = memwall("lesson 03 --render --results " + (dir / "nothing-here").string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    fs::remove_all(dir.parent_path());
+    fs::remove(out);
+}
+
 // Two steps, stdin at EOF and no --no-pause: the walk must not wait for
 // anyone, and must show prediction, measurement and roofline for each step.
 TEST(LessonCli, WalkNeverHangsOnEofAndReportsEachStep) {
@@ -263,6 +341,8 @@ TEST(LessonCli, WalkNeverHangsOnEofAndReportsEachStep) {
         EXPECT_TRUE(s["correct"].get<bool>());
         EXPECT_GT(s["measured_gflops"].get<double>(), 0);
         EXPECT_GT(s["predicted_gflops"].get<double>(), 0);
+        EXPECT_GT(s["predicted_ms"].get<double>(), 0);
+        EXPECT_GT(s["measured_ms"].get<double>(), 0);
         EXPECT_TRUE(s["bound"] == "compute" || s["bound"] == "memory");
     }
     // One naive baseline plus the two rungs, ready for `memwall plot`.
