@@ -268,6 +268,37 @@ Value predict_time_ref(const std::string& variant_in, const Context& ctx) {
     throw Error("no step '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) + " in level.json");
 }
 
+// {{claims:LEVER}}: the lever's published claims and their verdicts, a
+// markdown table read from the committed `memwall reproduce` report.
+Value claims_ref(const std::string& lever, const Context& ctx) {
+    if (ctx.claims_file.empty()) throw Error("no claims report for this lesson");
+    nlohmann::json doc;
+    try {
+        doc = read_json_file(ctx.claims_file);
+    } catch (const std::exception& e) {
+        throw Error(std::string("claims report: ") + e.what());
+    }
+    auto cell = [](std::string t) {
+        for (std::size_t i = 0; (i = t.find('|', i)) != std::string::npos; i += 2) t.replace(i, 1, "\\|");
+        for (char& c : t) c = c == '\n' ? ' ' : c;
+        return t;
+    };
+    std::map<std::string, int> counts;
+    std::string rows;
+    for (const auto& c : doc.value("claims", nlohmann::json::array())) {
+        if (c.value("lever", "") != lever) continue;
+        const std::string verdict = c.value("verdict", "?");
+        ++counts[verdict];
+        rows += "| `" + c.value("id", "?") + "` | " + cell(c.value("statement", "")) + " | " +
+                cell(c.value("published_text", "")) + " | " + cell(c.value("ours_text", "—")) + " | " + verdict + " |\n";
+    }
+    if (rows.empty()) throw Error("no claims of lever '" + lever + "' in " + ctx.claims_file);
+    std::string tally;
+    for (const auto& [v, n] : counts) tally += (tally.empty() ? "" : ", ") + std::to_string(n) + " " + v;
+    return "| claim | statement | published | ours | verdict |\n|---|---|---|---|---|\n" + rows + "\n" + tally +
+           " (`memwall reproduce --lever " + lever + "` recomputes them; `" + doc.value("command", "") + "` wrote the report).";
+}
+
 Value resolve_ref(const std::string& ref, const Context& ctx) {
     const auto colon = ref.find(':');
     std::string kind = colon == std::string::npos ? ref : ref.substr(0, colon);
@@ -315,6 +346,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     if (kind == "model") return model_ref(body, ctx);
     if (kind == "predict") return predict_ref(body, ctx);
     if (kind == "predict_time") return predict_time_ref(body, ctx);
+    if (kind == "claims") return claims_ref(body, ctx);
     if (kind == "results") {
         if (body == "path" && !ctx.results_path.empty()) return ctx.results_path;
         if (body == "dir" && !ctx.results_dir.empty()) return ctx.results_dir;
@@ -322,7 +354,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command");
     }
     throw Error("unknown reference '" + ref +
-                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, results:");
+                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, results:");
 }
 
 // ------------------------------------------------------------ expressions
@@ -526,6 +558,7 @@ Context recorded_context(const Level& L) {
     c.machine_name = L.results_file.parent_path().filename().string();
     c.results_path = L.manifest.value("results", "");
     c.results_dir = fs::relative(L.results_file.parent_path(), L.dir).generic_string();
+    c.claims_file = (L.dir.parent_path().parent_path() / "results" / "claims" / "reproduce.json").string();
     c.results_command = L.results.value("command", "");
     c.steps = L.manifest.value("steps", nlohmann::json::array());
     c.op = c.level_op = L.op;

@@ -29,6 +29,8 @@
 //   {{predict_time:simd}}          its predicted time per call in ms: steps[].predict.time_ms,
 //                                  else model flops / predicted GFLOP/s (an op with no
 //                                  arithmetic, a transpose, must give time_ms)
+//   {{claims:kv_cache}}            the lever's published claims with their verdicts, a markdown
+//                                  table from results/claims/reproduce.json (`memwall reproduce`)
 //   {{results:path}}, {{results:command}}, {{results:dir}} (the results file's folder relative
 //                                  to the level's: images, ![..]({{results:dir}}/roofline-...png))
 //
@@ -76,6 +78,7 @@ struct Context {
     nlohmann::json machine = nlohmann::json::object();
     std::string machine_name;  // results/<machine_name>/...
     std::string results_path, results_command;
+    std::string claims_file;  // results/claims/reproduce.json (for claims:LEVER)
     std::string results_dir;  // the results file's folder, relative to the level's folder (for plots)
     std::optional<Shape> shape;          // shape for shape:, model:, and run: without @
     nlohmann::json steps = nlohmann::json::array();  // level.json "steps" (for predict:)

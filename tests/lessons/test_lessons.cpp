@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness/lessons/lesson_render.hpp"
@@ -164,6 +165,43 @@ TEST(LessonPlaceholders, DatapathFollowsTheMeasuredClock) {
     EXPECT_NE(std::get<std::string>(evaluate("ceiling:clock_source", c)).find("measured"), std::string::npos);
     c.ceilings.clock_ghz = 0;  // an older ceilings file: said to be assumed
     EXPECT_NE(std::get<std::string>(evaluate("ceiling:clock_source", c)).find("not measured"), std::string::npos);
+}
+
+// {{claims:LEVER}}: a table of that lever's claims only, cells with '|'
+// escaped, a tally of the verdicts; a lever with no claims is an error.
+TEST(LessonPlaceholders, ClaimsTableOfOneLever) {
+    Context c = toy();
+    c.claims_file = tmp("claims.json").string();
+    {
+        std::ofstream(c.claims_file) << R"({"command": "memwall reproduce", "claims": [
+            {"id": "a.one", "lever": "alpha", "statement": "x | y", "published_text": "2x", "ours_text": "2.1x", "verdict": "reproduced"},
+            {"id": "b.one", "lever": "beta", "statement": "other", "published_text": "1", "ours_text": "1", "verdict": "reproduced"},
+            {"id": "a.two", "lever": "alpha", "statement": "z", "published_text": "5 GB", "ours_text": "4 GB", "verdict": "differs"}]})";
+    }
+    const std::string t = std::get<std::string>(evaluate("claims:alpha", c));
+    EXPECT_NE(t.find("| `a.one` | x \\| y | 2x | 2.1x | reproduced |"), std::string::npos) << t;
+    EXPECT_NE(t.find("| `a.two` | z | 5 GB | 4 GB | differs |"), std::string::npos) << t;
+    EXPECT_EQ(t.find("b.one"), std::string::npos) << t;
+    EXPECT_NE(t.find("1 differs, 1 reproduced"), std::string::npos) << t;
+    EXPECT_THROW(evaluate("claims:gamma", c), Error);
+    fs::remove(c.claims_file);
+}
+
+// The committed verdicts cover every claim in the claims file: a claim
+// added without re-running `memwall reproduce` would be missing from the
+// lessons' tables.
+TEST(Lessons, ClaimsReportIsCurrent) {
+    const auto claims = mw::read_json_file((kRoot / "experiments" / "claims.json").string());
+    const auto report = mw::read_json_file((kRoot / "results" / "claims" / "reproduce.json").string());
+    std::set<std::string> reported;
+    for (auto& c : report["claims"]) reported.insert(c.value("id", ""));
+    int n = 0;
+    for (auto& c : claims["claims"]) {
+        ++n;
+        EXPECT_TRUE(reported.count(c.value("id", ""))) << c.value("id", "") << " has no verdict in results/claims/reproduce.json: "
+                                                       << "memwall reproduce --run-experiments --out results/claims/reproduce.json";
+    }
+    EXPECT_GT(n, 0);
 }
 
 TEST(LessonPlaceholders, Formats) {
