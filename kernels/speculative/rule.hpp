@@ -20,15 +20,9 @@
 
 #include <cstdint>
 
+#include "kernels/speculative/draw.hpp"
+
 namespace mw::speculative {
-
-// A counter-based uniform in [0, 1): the same (seed, stream, index) gives
-// the same number on every machine, in any order of calls.
-double uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
-
-// The index drawn from weights w[0..V) (non-negative, not necessarily
-// normalized, sum > 0) by the inverse CDF at r in [0, 1).
-int draw(const double* w, int V, double r);
 
 // One round's decision. draft[K] the drafted tokens, q[K][V] the draft's
 // distributions they were drawn from, p[(K+1)][V] the target's
