@@ -77,7 +77,7 @@ private:
 
 // The seeded target of the memory-bound regime: d_model 2048, 2 layers, 16
 // heads of 128, 4 kv heads, d_ff 5632 (90.7 M parameters, 363 MB fp32: 11x
-// a 32 MiB L3), embedding scaled so its logits are not all near-ties.
+// a 32 MiB L3), seeded as init_params does.
 model::Config wide_config(int max_seq);
 std::vector<float> wide_params(const model::Config& c);
 

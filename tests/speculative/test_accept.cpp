@@ -13,6 +13,8 @@
 // Odd category counts first.
 #include <gtest/gtest.h>
 
+#include "wrong_rounds.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +26,8 @@
 #include "reference/speculative/chain.hpp"
 
 namespace sp = mw::speculative;
+using spec_test::no_rollback;
+using spec_test::off_by_one;
 
 namespace {
 
@@ -138,19 +142,6 @@ TEST(AcceptRule, TheSameCheckRejectsTheThreeWrongRules) {
 // Greedy on position-dependent chains: the rule gives the target's tokens
 // for every k; a loop that forgets the rollback, or keeps one draft too
 // many, does not.
-int no_rollback(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len, int* next,
-                int* keep) {
-    const int n = sp::speculative_round(K, V, d, q, p, u, r, len, next, keep);
-    *keep = len + 1 + K;
-    return n;
-}
-
-int off_by_one(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len, int* next,
-               int* keep) {
-    int n = sp::speculative_round(K, V, d, q, p, u, r, len, next, keep);
-    if (n < K) *next = d[n], ++n, ++*keep;
-    return n;
-}
 
 TEST(AcceptGreedy, TargetsTokensForEveryKAndNotWithoutRollback) {
     for (int v : {2, 7, 8, 33})

@@ -7,6 +7,8 @@
 // against the target's; the counters and their arithmetic.
 #include <gtest/gtest.h>
 
+#include "wrong_rounds.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -19,6 +21,8 @@
 #include "reference/speculative/speculate.hpp"
 
 namespace sp = mw::speculative;
+using spec_test::no_rollback;
+using spec_test::off_by_one;
 
 namespace {
 
@@ -82,19 +86,6 @@ TEST(Speculate, WideSeededModelMatchesTheOracle) {
 
 // A loop that does not roll its target cache back, or takes one draft too
 // many, produces other tokens: the greedy check catches both.
-int no_rollback(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len, int* next,
-                int* keep) {
-    const int n = sp::speculative_round(K, V, d, q, p, u, r, len, next, keep);
-    *keep = len + 1 + K;
-    return n;
-}
-
-int off_by_one(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len, int* next,
-               int* keep) {
-    int n = sp::speculative_round(K, V, d, q, p, u, r, len, next, keep);
-    if (n < K) *next = d[n], ++n, ++*keep;  // the rejected draft kept as if accepted
-    return n;
-}
 
 TEST(Speculate, RollbackAndTheAcceptedPrefixMatter) {
     const auto s = shape(0, 1, 16, 48, 4);
