@@ -123,6 +123,9 @@ Instance prepare_speculate(Problem& p, const DraftSpec& d) {
         *draft_params = first_layers_params(m.config, m.params->data(), d.layers);
         spec = std::make_shared<Speculator>(m.config, m.params->data(), precision::QuantSpec{}, &dc, draft_params->data(), d.format, B,
                                             max_len(p.shape));
+    } else if (d.model) {
+        spec = std::make_shared<Speculator>(m.config, m.params->data(), precision::QuantSpec{}, d.model, d.params->data(),
+                                            precision::QuantSpec{}, B, max_len(p.shape));
     } else {
         spec = std::make_shared<Speculator>(m.config, m.params->data(), precision::QuantSpec{}, &m.config, m.params->data(),
                                             d.format, B, max_len(p.shape));

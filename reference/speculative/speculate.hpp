@@ -28,6 +28,8 @@
 //                                                           the target verifies K + 1 in one pass
 //   optimized/speculative/speculate_self.cpp             2  self: the target's first half of layers and its
 //                                                           head draft (no second model to store)
+//   optimized/speculative/speculate_small.cpp            3  small: a 26x smaller model trained on the same
+//                                                           corpus drafts (results/model/draft-small.safetensors)
 //   reference/speculative/accept.cpp                  rung 0  rejection: accept min(1, p/q), else resample
 //                                                           from the normalized (p - q)+
 // The rule and the loop have one home each: kernels/speculative/rule.hpp
@@ -45,6 +47,7 @@
 
 #include "harness/registry.hpp"
 #include "kernels/speculative/speculate.hpp"
+#include "reference/model/checkpoint.hpp"
 
 namespace mw::speculative {
 
@@ -63,7 +66,12 @@ struct DraftSpec {
     bool none = false;
     precision::QuantSpec format;  // the draft's weights (int4 for rung 1)
     int layers = 0;               // > 0: the target's first `layers` blocks (rung 2)
+    const model::Config* model = nullptr;      // set: a model of its own (rung 3), fp32
+    const std::vector<float>* params = nullptr;
 };
+// Rung 3's draft: results/model/draft-small.safetensors, loaded once;
+// mw::UsageError naming the command that trains it when it is missing.
+const model::ModelFile& small_draft();
 Instance prepare_speculate(Problem& p, const DraftSpec& d);
 // Bytes when every draft is accepted (the floor): tokens / (k + 1) target
 // passes and k tokens / (k + 1) draft steps, each reading its weights once.
