@@ -27,9 +27,9 @@ TEST_P(SpeculativeGradeRejects, LosesItsPointsForTheRightReason) {
     expect_rejected(r, c, "spec-round-cpu");
 }
 
-// 80 correctness points over 6 shapes. Where a control may keep a shape's
+// 60 correctness points over 6 shapes. Where a control may keep a shape's
 // points, the comment says which and why.
-constexpr double kShape = 80.0 / 6 + 1e-9;
+constexpr double kShape = 60.0 / 6 + 1e-9;
 const std::string kLaw = "do not follow the oracle's distribution|probability 0";
 const std::string kTokens = "elements differ";
 
