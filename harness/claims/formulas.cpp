@@ -281,13 +281,21 @@ std::vector<Output> eval_spec(const Params& p) {
     const double a = p.at("alpha"), g = p.at("gamma");
     // Geometric acceptance: token i (1..gamma) survives with alpha^i, plus
     // one token from the target at the first rejection (or a bonus token).
-    const double E = a == 1 ? g + 1 : (1 - std::pow(a, g + 1)) / (1 - a);
+    const double E = speculative_expected_tokens(a, g);
     std::vector<Output> o = {out("expected_tokens", E, "1", "(1 - alpha^(gamma+1)) / (1 - alpha)")};
+    if (p.num.count("measured_tokens_per_pass"))
+        o.push_back(out("tokens_vs_measured", E / p.at("measured_tokens_per_pass"), "1",
+                        "expected_tokens / measured_tokens_per_pass (1 = the geometric model is exact)"));
     if (p.num.count("verify_ms")) {
         const double per = (num_or(p, "draft_ms", 0) + p.at("verify_ms")) * 1e-3 / E;
         o.push_back(out("time_per_token", per, "s", "(draft_ms + verify_ms) / expected_tokens"));
-        if (p.num.count("baseline_ms"))
-            o.push_back(out("speedup", p.at("baseline_ms") * 1e-3 / per, "1", "baseline_ms / time_per_token"));
+        if (p.num.count("baseline_ms")) {
+            const double sp = p.at("baseline_ms") * 1e-3 / per;
+            o.push_back(out("speedup", sp, "1", "baseline_ms / time_per_token"));
+            if (p.num.count("measured_speedup"))
+                o.push_back(out("speedup_vs_measured", sp / p.at("measured_speedup"), "1",
+                                "predicted speedup / measured_speedup (1 = the prediction is exact)"));
+        }
     }
     return o;
 }
@@ -711,7 +719,9 @@ std::vector<Formula> build() {
                   req("gamma", "count", "draft tokens per round"),
                   opt("draft_ms", "ms", "draft time per round", std::nullopt, false),
                   opt("verify_ms", "ms", "target verification pass"),
-                  opt("baseline_ms", "ms", "one plain decode step (for speedup)")},
+                  opt("baseline_ms", "ms", "one plain decode step (for speedup)"),
+                  opt("measured_tokens_per_pass", "x", "tokens per target pass a run measured, printed beside the prediction"),
+                  opt("measured_speedup", "x", "speedup a run measured, printed beside the prediction")},
                  eval_spec});
     // alpha may be 0 (every draft rejected): allow >= 0.
     f.back().params[0].positive = false;

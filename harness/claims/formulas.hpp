@@ -62,6 +62,17 @@ struct Formula {
     std::function<std::vector<Output>(const Params&)> eval;  // throws UsageError on inconsistent input
 };
 
+// The `speculative` formula's expected tokens per target pass, the mean
+// of a geometric acceptance of gamma drafts plus the target's own token:
+// (1 - alpha^(gamma+1)) / (1 - alpha). Inline so that code outside the CLI
+// (the speculative lever's counters) evaluates the same function.
+inline double speculative_expected_tokens(double alpha, double gamma) {
+    if (alpha >= 1) return gamma + 1;
+    double a = 1, sum = 0;
+    for (int i = 0; i <= int(gamma); ++i) sum += a, a *= alpha;
+    return sum;
+}
+
 const std::vector<Formula>& formulas();
 const Formula* find_formula(const std::string& name);
 std::vector<std::string> formula_names();

@@ -25,6 +25,20 @@ double KvStore::used_bytes() const {
     return n * position_bytes();
 }
 
+void KvStore::truncate(int seq, int len) {
+    if (!is_open(seq)) throw std::invalid_argument("truncate: " + seq_name(seq) + " is not open");
+    if (len < 0 || len > capacity(seq))
+        throw std::invalid_argument("truncate: " + seq_name(seq) + " to " + std::to_string(len) + " positions; valid: 0.." +
+                                    std::to_string(capacity(seq)));
+    int& w = written_[std::size_t(seq)];
+    w = std::min(w, len);
+}
+
+int KvStore::written(int seq) const {
+    if (seq < 0 || seq >= int(written_.size())) throw std::invalid_argument(seq_name(seq) + " outside the store");
+    return written_[std::size_t(seq)];
+}
+
 void KvStore::note_write(int seq, int pos) {
     int& w = written_[std::size_t(seq)];
     w = std::max(w, pos + 1);
@@ -218,6 +232,17 @@ double PagedStore::wasted_bytes() const {
     double rows = 0;
     for (int f : filled) rows += f;
     return (double(alloc_.used()) * bs - rows) * position_bytes();
+}
+
+void PagedStore::truncate(int seq, int len) {
+    KvStore::truncate(seq, len);
+    auto& t = tables_[std::size_t(seq)];
+    const int bs = alloc_.block_size(), keep = blocks_for(len, bs);
+    while (int(t.blocks.size()) > keep) {
+        alloc_.release(t.blocks.back());
+        t.blocks.pop_back();
+    }
+    t.len = std::min(t.len, keep * bs);
 }
 
 float* PagedStore::block(int b) {

@@ -58,6 +58,15 @@ public:
     virtual bool is_open(int seq) const = 0;
     // Positions seq has room for (its grown length).
     virtual int capacity(int seq) const = 0;
+    // Rolls seq back to its first `len` positions: what was written at len
+    // and after is forgotten (used_bytes stops counting it; paged returns
+    // the blocks past the one holding position len - 1 to the pool), and
+    // the next write there starts afresh. Speculative decoding's rollback of
+    // rejected draft positions. Throws std::invalid_argument for a closed
+    // sequence or len outside 0..capacity(seq).
+    virtual void truncate(int seq, int len);
+    // Positions written (the highest written + 1, or the truncated length).
+    int written(int seq) const;
 
     // Keys and values (after RoPE) of position `pos` at `layer`, [kv_dim]
     // each. Throws std::out_of_range past capacity(seq).
@@ -142,6 +151,7 @@ public:
     double budget_bytes() const override;
     double reserved_bytes() const override;
     double wasted_bytes() const override;
+    void truncate(int seq, int len) override;
 
     // Opens `seq` sharing the first prefix_len positions of open sequence
     // `src` (their blocks retained, copied only when either writes into a

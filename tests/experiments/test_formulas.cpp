@@ -146,6 +146,13 @@ TEST(Formulas, SpeculativeDecoding) {
     // 0.78, 5: 1 + .78 + .6084 + .474552 + .37015056 + .2887174368
     EXPECT_NEAR(out("speculative", {{"alpha", "0.78"}, {"gamma", "5"}}, "expected_tokens"), 3.5218199968, 1e-9);
     EXPECT_THROW(out("speculative", {{"alpha", "1.5"}, {"gamma", "4"}}, "expected_tokens"), mw::UsageError);
+    // A run's measurement beside the prediction: E(0.9, 4) = 4.0951 tokens
+    // per 4 + 20 ms round = 5.8607 ms per token, 18 / 5.8607 = 3.0713x,
+    // against a measured 2x.
+    const std::map<std::string, std::string> measured = {{"alpha", "0.9"}, {"gamma", "4"}, {"draft_ms", "4"},
+        {"verify_ms", "20"}, {"baseline_ms", "18"}, {"measured_speedup", "2"}, {"measured_tokens_per_pass", "4"}};
+    EXPECT_NEAR(out("speculative", measured, "speedup_vs_measured"), 18 / (24 / 4.0951) / 2, 1e-9);
+    EXPECT_NEAR(out("speculative", measured, "tokens_vs_measured"), 4.0951 / 4, 1e-9);
 }
 
 TEST(Formulas, Checkpoint) {

@@ -333,4 +333,67 @@ TEST(KvStore, SharedPromptIsCopiedOnWriteAndTheSourceKeepsItsRows) {
     EXPECT_EQ(p.allocator().used(), 2) << "the shared first block lives on in sequence 1";
 }
 
+
+// Speculative decoding's rollback: positions past the accepted prefix are
+// forgotten, rewritten with other rows, and attention then sees exactly what
+// a store that only ever held the kept rows and the new ones sees.
+TEST(KvStore, TruncateForgetsRejectedPositionsAndFreesBlocks) {
+    const double per = kv::bytes_per_position(kGeo, kv::Elem::f32);
+    kv::ContiguousStore c(kGeo, 2, 80), fresh_c(kGeo, 1, 80);
+    kv::PagedStore p(kGeo, 2, 10), fresh_p(kGeo, 1, 10);
+    ASSERT_TRUE(c.open(1, 80) && p.open(1, 80) && fresh_c.open(0, 80) && fresh_p.open(0, 80));
+    ASSERT_TRUE(p.grow(1, 39) && fresh_p.grow(0, 39));
+    fill({&c, &p}, 1, 39, 7);         // 39 positions: 3 blocks
+    EXPECT_EQ(p.allocator().used(), 3);
+    c.truncate(1, 17), p.truncate(1, 17);
+    EXPECT_EQ(c.written(1), 17);
+    EXPECT_EQ(p.written(1), 17);
+    EXPECT_DOUBLE_EQ(c.used_bytes(), 17 * per);
+    EXPECT_EQ(p.allocator().used(), 2) << "the third block holds only forgotten positions";
+    EXPECT_EQ(p.capacity(1), 32);
+    // Rewrite 17..32 with other rows; the fresh stores hold the kept 17 rows
+    // (the same seed) and the new ones.
+    {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (int pos = 0; pos < 17; ++pos)
+            for (int l = 0; l < kGeo.layers; ++l) {
+                std::vector<float> r(std::size_t(2 * kGeo.kv_dim()));
+                for (auto& x : r) x = nd(rng);
+                fresh_c.write(0, l, pos, r.data(), r.data() + kGeo.kv_dim());
+                fresh_p.write(0, l, pos, r.data(), r.data() + kGeo.kv_dim());
+            }
+    }
+    ASSERT_TRUE(p.grow(1, 33));
+    std::vector<float> other(std::size_t(2 * kGeo.kv_dim()));
+    for (int pos = 17; pos < 33; ++pos)
+        for (int l = 0; l < kGeo.layers; ++l) {
+            for (std::size_t e = 0; e < other.size(); ++e) other[e] = 0.01f * float((pos * 7 + l * 3 + int(e)) % 29) - 0.1f;
+            for (kv::KvStore* s : std::vector<kv::KvStore*>{&c, &p}) s->write(1, l, pos, other.data(), other.data() + kGeo.kv_dim());
+            for (kv::KvStore* s : std::vector<kv::KvStore*>{&fresh_c, &fresh_p}) s->write(0, l, pos, other.data(), other.data() + kGeo.kv_dim());
+        }
+    std::vector<float> q(3 * 32), a(q.size()), b(q.size());
+    for (int i = 0; i < int(q.size()); ++i) q[std::size_t(i)] = 0.03f * float(i % 11) - 0.15f;
+    for (int l = 0; l < 3; ++l)
+        for (int h = 0; h < 2; ++h) {
+            c.attend(1, l, h, 33, q.data(), 3, a.data());
+            fresh_c.attend(0, l, h, 33, q.data(), 3, b.data());
+            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "contiguous, layer " << l << " head " << h;
+            p.attend(1, l, h, 33, q.data(), 3, a.data());
+            fresh_p.attend(0, l, h, 33, q.data(), 3, b.data());
+            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "paged, layer " << l << " head " << h;
+        }
+    // Truncating to 0 frees everything; bad lengths name the valid range.
+    p.truncate(1, 0);
+    EXPECT_EQ(p.allocator().used(), 0);
+    EXPECT_THROW(c.truncate(1, 81), std::invalid_argument);
+    EXPECT_THROW(c.truncate(1, -1), std::invalid_argument);
+    EXPECT_THROW(c.truncate(0, 1), std::invalid_argument) << "sequence 0 is not open";
+    try {
+        c.truncate(1, 99);
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("0..80"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace

@@ -1,0 +1,38 @@
+// How `memwall grade` calls a spec-round-cpu submission: compiled together
+// with the student's file into the grader's worker program (harness/grade/
+// grade_worker.hpp). Buffers arrive in the accept op's order
+// (reference/speculative/accept.cpp): inputs P, Q (the target's and the
+// draft's v x v chains), bias (greedy's position biases), seed; outputs
+// counts (pairs of the first two tokens of `samples` sampled generations)
+// and tokens (`steps` greedy tokens). The loops that call the student's
+// round are the project's own (reference/speculative/chain.cpp, with
+// kernels/speculative/draw.cpp: seeded uniforms and draw(), which a
+// submission may call too); the rule itself is not compiled in.
+#include <cstdint>
+
+#include "harness/grade/grade_worker.hpp"
+#include "kernels/speculative/draw.cpp"
+#include "reference/speculative/chain.cpp"
+
+extern "C" int student_spec_round(int K, int V, const int* draft, const double* q, const double* p, const double* u, double r,
+                                  int len, int* next, int* keep);
+
+namespace {
+int round_fn(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len, int* next,
+             int* keep) {
+    return student_spec_round(K, V, d, q, p, u, r, len, next, keep);
+}
+}  // namespace
+
+void mw_grade_call(mw::grade::Call& c) {
+    // Each call draws fresh samples, as the rejection rung does.
+    static std::uint64_t calls = 0;
+    const int v = c.axis("v"), k = c.axis("k"), steps = c.axis("steps");
+    const std::int64_t samples = c.axis("samples");
+    std::int32_t* counts = c.out<std::int32_t>(0);
+    for (int i = 0; i < v * v; ++i) counts[i] = 0;
+    const std::uint64_t seed = std::uint64_t(c.in<std::int32_t>(3)[0]);
+    mw::speculative::sample_pairs(c.in<double>(0), c.in<double>(1), v, k, samples, round_fn, seed * 1000003 + calls++, counts);
+    mw::speculative::greedy_tokens(c.in<double>(0), c.in<double>(1), c.in<double>(2), steps + k + 2, v, k, steps, round_fn,
+                                   c.out<std::int32_t>(1));
+}

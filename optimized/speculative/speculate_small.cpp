@@ -1,0 +1,50 @@
+// speculate, rung 3: a small model trained on the same corpus drafts.
+//
+// Change from rung 2: the draft is a model of its own, trained by `memwall
+// train` on the same fortunes (results/model/draft-small.safetensors:
+// d_model 64, 2 layers, 4 heads on 2 kv heads, d_ff 192 — 0.115 M
+// parameters, 0.46 MB, 26x fewer than the trained target; 600 steps, 6 min on
+// this machine: results/epyc-kvm-2c/train-draft-small.json). A draft step
+// costs little (c ~ 0.05 of the trained target's, far less of the wide
+// target's); it shares only the byte vocabulary with the target.
+// Expected: for the trained target (model 0) alpha is what a 26x smaller
+// model of the same text agrees on, well below the INT4 copy's; for the
+// seeded wide target (model 1) the two models share nothing, and alpha is
+// near 0: a round costs its drafts and yields the target's one token —
+// slower than the target alone. Greedy tokens stay the target's.
+#include <filesystem>
+
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+#include "reference/model/checkpoint.hpp"
+#include "reference/speculative/speculate.hpp"
+
+namespace mw::speculative {
+
+const model::ModelFile& small_draft() {
+    static const model::ModelFile m = [] {
+        const auto p = source_root() / "results/model/draft-small.safetensors";
+        if (!std::filesystem::exists(p))
+            throw UsageError("draft model " + p.string() +
+                             " not found: make it with `memwall train --d-model 64 --layers 2 --heads 4 --kv-heads 2 "
+                             "--d-ff 192 --steps 600 --out results/model/draft-small.safetensors --name draft-small`");
+        return model::load_model(p);
+    }();
+    return m;
+}
+
+}  // namespace mw::speculative
+
+MW_REGISTER_VARIANT(speculate_small_cpu, {
+    .name = "small", .op = "speculate", .lever = "speculative",
+    .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 3,
+    .rationale = "a 26x smaller model trained on the same corpus drafts: cheap steps, an independent guesser",
+    .needs = {"avx2"},
+    .bytes = [](const mw::Shape& s, mw::DType) {
+        return mw::speculative::speculate_bytes_floor(s, 4.0 * double(mw::speculative::small_draft().params.size()));
+    },
+    .prepare = [](mw::Problem& p) {
+        const auto& d = mw::speculative::small_draft();
+        return mw::speculative::prepare_speculate(p, {.model = &d.config, .params = &d.params});
+    },
+    .identical_to = "target_only" });

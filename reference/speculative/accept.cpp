@@ -1,0 +1,104 @@
+// accept, rung 0 (the reference and the only rung): rejection — accept
+// draft i with probability min(1, p_i(d_i) / q_i(d_i)), at the first
+// rejection draw from the normalized residual (p_i - q_i)+, after k
+// acceptances draw a bonus token from p_{k+1}, and keep the target cache's
+// positions whose tokens stay (speculative_round,
+// kernels/speculative/rule.hpp). What it buys is not speed but exactness,
+// on seeded Markov chains where the law is known (reference/speculative/chain.hpp):
+// outputs `counts` (the pairs of the first two tokens of `samples`
+// generations at temperature 1), checked with the distribution rule —
+// Pearson's chi-square at alpha 1e-6, the probability that a correct rule
+// fails one check (a run checks twice) — and `tokens` (`steps` greedy
+// tokens on position-dependent chains), checked exactly against the
+// target alone. Level 07's exercise (levels/07-speculative/).
+#include <atomic>
+#include <string>
+
+#include "harness/registry.hpp"
+#include "reference/speculative/chain.hpp"
+
+namespace mw::speculative {
+
+namespace {
+
+int bias_rows(const Shape& s) { return int(s["steps"] + s["k"] + 2); }
+
+Problem make_accept(const Shape& s, DType, std::uint64_t seed) {
+    Problem p;
+    p.shape = s;
+    p.seed = seed;
+    const std::int64_t v = s["v"];
+    const auto c = make_chain(int(v), seed);
+    const auto bias = make_bias(bias_rows(s), int(v), seed);
+    Buffer P = Buffer::make("P", DType::f64, std::size_t(v * v), {v, v});
+    Buffer Q = Buffer::make("Q", DType::f64, std::size_t(v * v), {v, v});
+    Buffer B = Buffer::make("bias", DType::f64, bias.size(), {bias_rows(s), v});
+    Buffer S = Buffer::make("seed", DType::i32, 1);
+    std::copy(c.P.begin(), c.P.end(), P.as<double>());
+    std::copy(c.Q.begin(), c.Q.end(), Q.as<double>());
+    std::copy(bias.begin(), bias.end(), B.as<double>());
+    S.as<std::int32_t>()[0] = std::int32_t(seed & 0x7fffffff);
+    p.inputs = {std::move(P), std::move(Q), std::move(B), std::move(S)};
+    p.outputs.push_back(Buffer::make("counts", DType::i32, std::size_t(v * v), {v, v}));
+    p.outputs.push_back(Buffer::make("tokens", DType::i32, std::size_t(s["steps"])));
+    return p;
+}
+
+std::vector<std::vector<double>> oracle_accept(const Problem& p) {
+    const int v = int(p.shape["v"]);
+    const auto tok = greedy_oracle(p.in("P").as<double>(), p.in("bias").as<double>(), bias_rows(p.shape), v, int(p.shape["steps"]));
+    return {pair_probs(p.in("P").as<double>(), v), std::vector<double>(tok.begin(), tok.end())};
+}
+
+std::string validate_accept(const Shape& s) {
+    if (s["v"] < 2 || s["v"] > 64) return "v = " + std::to_string(s["v"]) + "; valid: 2..64";
+    if (s["k"] > 16) return "k = " + std::to_string(s["k"]) + "; valid: 1..16";
+    if (s["samples"] > 100000000) return "samples = " + std::to_string(s["samples"]) + "; valid: 1..100000000";
+    return {};
+}
+
+}  // namespace
+
+// An accept variant's instance: both outputs from `round`; each call
+// counts fresh samples (its call index enters the uniforms' seed).
+Instance prepare_accept(Problem& p, RoundFn round) {
+    auto calls = std::make_shared<std::atomic<std::uint64_t>>(0);
+    const int v = int(p.shape["v"]), k = int(p.shape["k"]), steps = int(p.shape["steps"]), rows = bias_rows(p.shape);
+    const std::int64_t n = p.shape["samples"];
+    const double *P = p.in("P").as<double>(), *Q = p.in("Q").as<double>(), *B = p.in("bias").as<double>();
+    const std::uint64_t seed = std::uint64_t(p.in("seed").as<std::int32_t>()[0]);
+    std::int32_t* counts = p.out("counts").as<std::int32_t>();
+    std::int32_t* tokens = p.out("tokens").as<std::int32_t>();
+    Instance inst;
+    inst.run = [=] {
+        std::fill(counts, counts + std::size_t(v) * v, 0);
+        sample_pairs(P, Q, v, k, n, round, seed * 1000003 + (*calls)++, counts);
+        greedy_tokens(P, Q, B, rows, v, k, steps, round, tokens);
+    };
+    return inst;
+}
+
+}  // namespace mw::speculative
+
+MW_REGISTER_OP(accept, {
+    .name = "accept", .lever = "speculative",
+    .summary = "speculative decoding's acceptance rule on seeded Markov chains: the law of the first two tokens, and greedy tokens",
+    .axes = {"v", "k", "samples", "steps"},
+    .default_shape = {{{"v", 8}, {"k", 3}, {"samples", 200000}, {"steps", 64}}},
+    .quick_shape = {{{"v", 8}, {"k", 3}, {"samples", 50000}, {"steps", 33}}},
+    .dtypes = {mw::DType::f64},
+    // Per sample and round: k draws and k + 1 rows of v probabilities.
+    .flops = [](const mw::Shape& s) { return double(s["samples"] * (2 * s["k"] + 1) * s["v"]); },
+    .compulsory_bytes = [](const mw::Shape& s, mw::DType) { return double(16 * s["v"] * s["v"] + 4 * s["steps"]); },
+    .unit = {"samples", [](const mw::Shape& s) { return double(s["samples"]); }},
+    .make_problem = mw::speculative::make_accept,
+    .oracle = mw::speculative::oracle_accept,
+    .check = {.mode = mw::CheckMode::distribution, .per_output = {{"tokens", mw::CheckMode::exact}}, .alpha = 1e-6},
+    .validate = mw::speculative::validate_accept });
+
+MW_REGISTER_VARIANT(accept_rejection_cpu, {
+    .name = "rejection", .op = "accept", .lever = "speculative",
+    .role = mw::Role::reference, .backend = mw::Backend::cpu, .rung = 0,
+    .rationale = "accept min(1, p/q), resample from the normalized (p - q)+, keep the accepted positions: the target's law exactly",
+    .dtypes = {mw::DType::f64},
+    .prepare = [](mw::Problem& p) { return mw::speculative::prepare_accept(p, mw::speculative::speculative_round); } });

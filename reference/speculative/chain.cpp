@@ -1,0 +1,125 @@
+// Speculative decoding of seeded Markov chains (reference/speculative/chain.hpp).
+#include "reference/speculative/chain.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mw::speculative {
+
+Chain make_chain(int v, std::uint64_t seed) {
+    Chain c;
+    c.v = v;
+    c.P.assign(std::size_t(v) * v, 0.0);
+    c.Q.assign(std::size_t(v) * v, 0.0);
+    for (int x = 0; x < v; ++x) {
+        double sp = 0, sq = 0;
+        for (int y = 0; y < v; ++y) {
+            // Weights spread over about two orders of magnitude; the draft's
+            // are the target's, distorted.
+            const double a = uniform(seed, std::uint64_t(x), std::uint64_t(y));
+            const double b = uniform(seed, std::uint64_t(x) + 1000, std::uint64_t(y));
+            double p = std::exp(4.0 * a), q = std::exp(4.0 * (0.5 * a + 0.5 * b));
+            if (v > 2 && y == (x + 1) % v) q = 0;  // only the residual can produce this one
+            if (v > 2 && y == (x + 2) % v) p = 0;  // the draft proposes it; it must always be rejected
+            sp += c.P[std::size_t(x) * v + y] = p;
+            sq += c.Q[std::size_t(x) * v + y] = q;
+        }
+        for (int y = 0; y < v; ++y) c.P[std::size_t(x) * v + y] /= sp, c.Q[std::size_t(x) * v + y] /= sq;
+    }
+    return c;
+}
+
+std::vector<double> make_bias(int rows, int v, std::uint64_t seed) {
+    std::vector<double> b(std::size_t(rows) * v);
+    for (int t = 0; t < rows; ++t)
+        for (int y = 0; y < v; ++y) b[std::size_t(t) * v + y] = 1.5 * uniform(seed, 5000 + std::uint64_t(t), std::uint64_t(y));
+    return b;
+}
+
+std::vector<double> pair_probs(const double* P, int v) {
+    std::vector<double> o(std::size_t(v) * v);
+    for (int a = 0; a < v; ++a)
+        for (int b = 0; b < v; ++b) o[std::size_t(a) * v + b] = P[a] * P[std::size_t(a) * v + b];
+    return o;
+}
+
+void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
+                  std::int32_t* counts) {
+    const int V = v;
+    std::vector<int> d(static_cast<std::size_t>(k) + 1);
+    std::vector<double> q(std::size_t(k + 1) * V), p(std::size_t(k + 1) * V), u(static_cast<std::size_t>(k) + 1);
+    for (std::int64_t n = 0; n < samples; ++n) {
+        int out[2], got = 0, last = 0;
+        for (std::uint64_t r = 0; got < 2; ++r) {
+            const std::uint64_t stream = std::uint64_t(n) * 64 + r;
+            int x = last;
+            for (int j = 0; j <= k; ++j) {
+                std::copy_n(P + std::ptrdiff_t(x) * V, V, p.begin() + std::ptrdiff_t(j) * V);
+                if (j == k) break;
+                std::copy_n(Q + std::ptrdiff_t(x) * V, V, q.begin() + std::ptrdiff_t(j) * V);
+                x = d[std::size_t(j)] = draw(q.data() + std::size_t(j) * V, V, uniform(seed, stream, std::uint64_t(2 * j)));
+                u[std::size_t(j)] = uniform(seed, stream, std::uint64_t(2 * j + 1));
+            }
+            int next = -1, keep = -1;
+            const int acc = round(k, V, d.data(), q.data(), p.data(), u.data(), uniform(seed, stream, 1000), 0, &next, &keep);
+            if (acc < 0 || acc > k || next < 0 || next >= V) return;  // a broken rule: counts stay short, the check fails
+            for (int j = 0; j < acc && got < 2; ++j) out[got++] = last = d[std::size_t(j)];
+            if (got < 2) out[got++] = last = next;
+        }
+        ++counts[std::size_t(out[0]) * V + out[1]];
+    }
+}
+
+namespace {
+
+// One-hot at argmax_y log T[x][y] + bias[pos][y] (the first maximum).
+int greedy_choice(const double* T, const double* bias, int rows, int v, int x, int pos) {
+    int best = -1;
+    double bv = -std::numeric_limits<double>::infinity();
+    for (int y = 0; y < v; ++y) {
+        const double t = T[std::size_t(x) * v + y];
+        if (t <= 0) continue;
+        const double s = std::log(t) + bias[std::size_t(pos % rows) * v + y];
+        if (s > bv) bv = s, best = y;
+    }
+    return best;
+}
+
+}  // namespace
+
+void greedy_tokens(const double* P, const double* Q, const double* bias, int rows, int v, int k, int steps, RoundFn round,
+                   std::int32_t* out) {
+    std::vector<int> d(static_cast<std::size_t>(k) + 1);
+    std::vector<double> q(std::size_t(k + 1) * v), p(std::size_t(k + 1) * v), u(static_cast<std::size_t>(k) + 1, 0.5);
+    int emitted = 0, last = 0, len = 0;  // len: the target cache's positions (token 0 at position 0 is not in it yet)
+    while (emitted < steps) {
+        const int K = std::min(k, steps - emitted - 1);
+        int x = last;
+        std::fill(q.begin(), q.end(), 0.0);
+        std::fill(p.begin(), p.end(), 0.0);
+        for (int j = 0; j <= K; ++j) {
+            // Row j: input x at position len + j.
+            p[std::size_t(j) * v + std::size_t(greedy_choice(P, bias, rows, v, x, len + j))] = 1;
+            if (j == K) break;
+            x = d[std::size_t(j)] = greedy_choice(Q, bias, rows, v, x, len + j);
+            q[std::size_t(j) * v + std::size_t(x)] = 1;
+        }
+        int next = -1, keep = -1;
+        const int n = round(K, v, d.data(), q.data(), p.data(), u.data(), 0.5, len, &next, &keep);
+        if (n < 0 || n > K || next < 0 || next >= v || keep < len + 1 || keep > len + K + 1) break;
+        for (int j = 0; j < n && emitted < steps; ++j) out[emitted++] = last = d[std::size_t(j)];
+        if (emitted < steps) out[emitted++] = last = next;
+        len = keep;
+    }
+    for (int i = emitted; i < steps; ++i) out[i] = -1;
+}
+
+std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, int v, int steps) {
+    std::vector<int> o;
+    int x = 0;
+    for (int t = 0; t < steps; ++t) o.push_back(x = greedy_choice(P, bias, rows, v, x, t));
+    return o;
+}
+
+}  // namespace mw::speculative

@@ -1,0 +1,56 @@
+// The accept op's world (reference/speculative/accept.cpp): speculative
+// decoding of a seeded Markov chain, where the output's law is known
+// exactly. No model, no harness: level 07's grade adapter compiles this
+// file in beside kernels/speculative/rule.cpp.
+//
+// The target and the draft are chains over v tokens: the target's
+// next-token law after token x is row x of P, the draft's row x of Q (v x v
+// tables). Q differs from P on purpose: it proposes a token P rules out
+// (which must always be rejected) and rules out one P allows (which only
+// the residual (p - q)+ can produce).
+//
+// Sampling (sample_pairs): one sample is a speculative generation of two
+// tokens from token 0 — rounds of k drafts from Q, the target's rows for
+// the k + 1 positions, a RoundFn decision — and counts the pair (t1, t2).
+// The target's own law of the pair is P[0][t1] P[t1][t2] (pair_probs). Two
+// tokens, not one: the second comes from the same round (an accepted draft,
+// or the bonus after k acceptances) or the next, so a rule right for the
+// first token but wrong after an acceptance is caught.
+//
+// Greedy (greedy_tokens): `steps` tokens where the target's choice at
+// position t after token x is argmax_y log P[x][y] + bias[t][y] and the
+// draft's the same with Q: the position matters, as in a model with RoPE.
+// Each round's target rows sit where the RoundFn's *keep put the cache's
+// end, so a loop that does not roll back computes at the wrong positions.
+// The target alone gives greedy_oracle.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/speculative/rule.hpp"
+
+namespace mw::speculative {
+
+struct Chain {
+    int v = 0;
+    std::vector<double> P, Q;  // [v][v], rows sum to 1
+};
+Chain make_chain(int v, std::uint64_t seed);
+// Greedy's position biases: rows [n][v], uniform in [0, 1.5).
+std::vector<double> make_bias(int rows, int v, std::uint64_t seed);
+// The target's law of the pair (t1, t2) from token 0: [v * v].
+std::vector<double> pair_probs(const double* P, int v);
+// counts[v * v] += the pairs of `samples` generations with k drafts decided
+// by `round`, uniforms from `seed`.
+void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
+                  std::int32_t* counts);
+// out[steps]: greedy speculative decoding from token 0, k drafts a round;
+// bias [rows][v] read at position % rows. A RoundFn result out of range
+// leaves the remaining tokens at -1.
+void greedy_tokens(const double* P, const double* Q, const double* bias, int rows, int v, int k, int steps, RoundFn round,
+                   std::int32_t* out);
+// The target alone: out[steps].
+std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, int v, int steps);
+
+}  // namespace mw::speculative

@@ -1,0 +1,208 @@
+// The speculate op: every rung's greedy tokens against the fp64 model
+// (token-sequence rule) and bit-identical to target_only, for every draft
+// and K = 1..8, odd lengths and batches first, on the trained model and on
+// the wide seeded one; the cache rollback and the accepted prefix shown to
+// matter (a loop without either produces other tokens); sampling at
+// temperature 1 through the whole loop, the first token's law checked
+// against the target's; the counters and their arithmetic.
+#include <gtest/gtest.h>
+
+#include "wrong_rounds.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "harness/check.hpp"
+#include "harness/claims/formulas.hpp"
+#include "harness/registry.hpp"
+#include "harness/runner.hpp"
+#include "kernels/model/sampling.hpp"
+#include "reference/speculative/speculate.hpp"
+
+namespace sp = mw::speculative;
+using spec_test::no_rollback;
+using spec_test::off_by_one;
+
+namespace {
+
+mw::Shape shape(int model, int batch, int prompt, int tokens, int k) {
+    return {{{"model", model}, {"batch", batch}, {"prompt", prompt}, {"tokens", tokens}, {"k", k}}};
+}
+
+std::vector<std::int32_t> run_variant(const mw::Variant& v, mw::Problem& p) {
+    auto inst = v.prepare(p);
+    inst.run();
+    const auto& o = p.out("tokens");
+    return {o.as<std::int32_t>(), o.as<std::int32_t>() + o.count};
+}
+
+void every_rung(const mw::Shape& s) {
+    const mw::Op* op = mw::find_op("speculate");
+    ASSERT_NE(op, nullptr);
+    mw::Problem p = op->make_problem(s, mw::DType::f32, 42);
+    const auto oracle = op->oracle(p);
+    const auto variants = mw::variants_of("speculate", mw::Backend::cpu);
+    ASSERT_GE(variants.size(), 3u);
+    std::vector<std::int32_t> base;
+    for (const auto* v : variants)
+        if (v->name == "target_only") base = run_variant(*v, p);
+    ASSERT_FALSE(base.empty());
+    for (const auto* v : variants) {
+        const auto r = mw::check_variant(*op, *v, p, oracle);
+        EXPECT_TRUE(r.correct) << v->name << " at " << s.str() << ": " << r.message;
+        EXPECT_EQ(run_variant(*v, p), base) << v->name << " at " << s.str() << ": not target_only's tokens";
+    }
+}
+
+class TrainedModel : public ::testing::TestWithParam<std::array<int, 4>> {};
+
+TEST_P(TrainedModel, EveryRungIsTargetOnly) {
+    const auto [batch, prompt, tokens, k] = GetParam();
+    every_rung(shape(0, batch, prompt, tokens, k));
+}
+
+INSTANTIATE_TEST_SUITE_P(OddShapesFirst, TrainedModel,
+                         ::testing::Values(std::array{1, 1, 1, 1}, std::array{1, 7, 2, 1}, std::array{3, 1, 33, 3},
+                                           std::array{2, 7, 33, 8}, std::array{1, 16, 127, 4}, std::array{4, 33, 65, 5},
+                                           std::array{16, 16, 17, 2}));
+
+TEST(Speculate, EveryKFrom1To8KeepsTheTokens) {
+    const mw::Op* op = mw::find_op("speculate");
+    for (int k = 1; k <= 8; ++k) {
+        const auto s = shape(0, 2, 9, 41, k);
+        mw::Problem p = op->make_problem(s, mw::DType::f32, 5);
+        std::map<std::string, std::vector<std::int32_t>> out;
+        for (const auto* v : mw::variants_of("speculate", mw::Backend::cpu)) out[v->name] = run_variant(*v, p);
+        for (const auto& [name, t] : out) EXPECT_EQ(t, out["target_only"]) << name << " at k " << k;
+    }
+}
+
+TEST(Speculate, WideSeededModelMatchesTheOracle) {
+    // The memory-bound regime's model (363 MB of weights), few tokens: the
+    // fp64 oracle is slow at this width.
+    every_rung(shape(1, 2, 3, 7, 3));
+}
+
+// A loop that does not roll its target cache back, or takes one draft too
+// many, produces other tokens: the greedy check catches both.
+
+TEST(Speculate, RollbackAndTheAcceptedPrefixMatter) {
+    const auto s = shape(0, 1, 16, 48, 4);
+    const auto& m = sp::target_model(s);
+    const auto dc = sp::first_layers_config(m.config, 1);
+    const auto dp = sp::first_layers_params(m.config, m.params->data(), 1);
+    sp::Speculator plain(m.config, m.params->data(), {}, nullptr, nullptr, {}, 1, sp::max_len(s) + 64);
+    sp::Speculator spec(m.config, m.params->data(), {}, &dc, dp.data(), {}, 1, sp::max_len(s) + 64);
+    std::vector<int> prompt(16);
+    for (int i = 0; i < 16; ++i) prompt[std::size_t(i)] = "The computer is "[i];
+    std::vector<int> want(48), got(48);
+    sp::SpecOptions o;
+    o.K = 4;
+    sp::Counts c;
+    plain.generate(prompt.data(), 16, 48, want.data(), o, &c);
+    spec.generate(prompt.data(), 16, 48, got.data(), o, &c);
+    EXPECT_EQ(got, want);
+    ASSERT_GT(c.rejected, 0) << "the test needs rejections";
+    spec.set_round(off_by_one);
+    spec.generate(prompt.data(), 16, 48, got.data(), o, &c);
+    EXPECT_NE(got, want) << "an off-by-one in the accepted prefix went unnoticed";
+    spec.set_round(no_rollback);
+    try {
+        spec.generate(prompt.data(), 16, 48, got.data(), o, &c);
+        EXPECT_NE(got, want) << "a cache that is not rolled back went unnoticed";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("rolled back"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Speculate, SamplingKeepsTheTargetsLaw) {
+    // Temperature 1 through the whole loop (INT4 draft, K = 4): the first
+    // token of 1000 seeded generations against the target's softmax after
+    // the prompt, with the distribution check (alpha 1e-6).
+    const auto s = shape(0, 1, 12, 5, 4);
+    const auto& m = sp::target_model(s);
+    const mw::precision::QuantSpec int4{mw::precision::Format::int4, 32, false};
+    sp::Speculator spec(m.config, m.params->data(), {}, &m.config, m.params->data(), int4, 1, sp::max_len(s));
+    sp::Speculator plain(m.config, m.params->data(), {}, nullptr, nullptr, {}, 1, sp::max_len(s));
+    std::vector<int> prompt(12);
+    for (int i = 0; i < 12; ++i) prompt[std::size_t(i)] = "Love is the "[i];
+    // The target's law of the first token: its logits after the prompt.
+    mw::model::cpu::Decoder dec(m.config, m.params->data());
+    const float* z = nullptr;
+    for (int t : prompt) z = dec.step(t);
+    const auto probs = mw::model::sampling_probs(z, m.config.vocab, 1.0, 0);
+    const int N = 1000;
+    mw::Buffer first = mw::Buffer::make("first", mw::DType::i32, N), first_plain = mw::Buffer::make("first_plain", mw::DType::i32, N);
+    sp::SpecOptions o;
+    o.K = 4, o.temperature = 1.0;
+    std::vector<int> out(5);
+    sp::Counts c, total;
+    for (int n = 0; n < N; ++n) {
+        o.seed = 1000 + std::uint64_t(n);
+        spec.generate(prompt.data(), 12, 5, out.data(), o, &c);
+        first.as<std::int32_t>()[n] = out[0];
+        total.drafted += c.drafted, total.accepted += c.accepted;
+        plain.generate(prompt.data(), 12, 5, out.data(), o, &c);
+        first_plain.as<std::int32_t>()[n] = out[0];
+    }
+    const auto r = mw::check_distribution(first, probs, 1e-6);
+    EXPECT_TRUE(r.ok) << r.message;
+    const auto rp = mw::check_distribution(first_plain, probs, 1e-6);
+    EXPECT_TRUE(rp.ok) << "the target alone: " << rp.message;
+    EXPECT_GT(total.accepted, 0);
+    EXPECT_LT(total.accepted, total.drafted) << "some drafts must be rejected for the test to test the residual";
+}
+
+TEST(Speculate, CountersAddUp) {
+    const mw::Op* op = mw::find_op("speculate");
+    const auto s = shape(0, 4, 16, 40, 4);
+    mw::Problem p = op->make_problem(s, mw::DType::f32, 42);
+    for (const auto* v : mw::variants_of("speculate", mw::Backend::cpu)) {
+        auto inst = v->prepare(p);
+        inst.run();
+        const auto k = inst.counters();
+        EXPECT_GT(k.at("target_step_ms"), 0) << v->name;
+        if (v->name == "target_only") {
+            EXPECT_EQ(k.at("tokens_per_pass"), 1);
+            EXPECT_EQ(k.at("target_passes"), 40) << "one pass per token for the whole batch";
+            continue;
+        }
+        const double drafted = k.at("drafted"), accepted = k.at("accepted");
+        EXPECT_GE(drafted, accepted) << v->name;
+        EXPECT_GE(k.at("alpha"), 0);
+        EXPECT_LE(k.at("alpha"), 1);
+        // Every round emits its accepted drafts plus one token: the
+        // accepted count and the rounds give the tokens (an overshoot at
+        // the end of a sequence is cut, not emitted twice).
+        EXPECT_GE(accepted + k.at("target_passes"), 40) << v->name;
+        EXPECT_LT(k.at("target_passes"), 40) << v->name << ": speculation must save target passes";
+        EXPECT_NEAR(k.at("predicted_tokens_per_pass"), mw::calc::speculative_expected_tokens(k.at("alpha"), 4), 1e-12);
+        EXPECT_GT(k.at("predicted_speedup"), 0);
+        EXPECT_GT(k.at("draft_ms"), 0);
+        EXPECT_GT(k.at("verify_ms"), 0);
+    }
+}
+
+TEST(Speculate, BadShapesAreRefusedWithTheValidRange) {
+    const mw::Op* op = mw::find_op("speculate");
+    EXPECT_NE(op->validate(shape(2, 1, 1, 1, 1)).find("valid: 0"), std::string::npos);
+    EXPECT_NE(op->validate(shape(0, 1, 1, 1, 17)).find("1..16"), std::string::npos);
+    EXPECT_NE(op->validate(shape(0, 1, 1000, 1100, 4)).find("2048"), std::string::npos);
+    EXPECT_TRUE(op->validate(shape(0, 1, 16, 64, 4)).empty());
+}
+
+TEST(Speculate, SelfDraftIsTheTargetsFirstLayers) {
+    const auto s = shape(0, 1, 4, 4, 1);
+    const auto& m = sp::target_model(s);
+    EXPECT_THROW(sp::first_layers_config(m.config, 0), std::invalid_argument);
+    EXPECT_THROW(sp::first_layers_config(m.config, m.config.layers + 1), std::invalid_argument);
+    // All layers: the same parameters.
+    const auto all = sp::first_layers_params(m.config, m.params->data(), m.config.layers);
+    EXPECT_EQ(all, *m.params);
+    const auto one = sp::first_layers_params(m.config, m.params->data(), 1);
+    EXPECT_EQ(one.size(), mw::model::param_count(sp::first_layers_config(m.config, 1)));
+    EXPECT_TRUE(std::equal(one.end() - m.config.d_model, one.end(), m.params->end() - m.config.d_model)) << "the final norm";
+}
+
+}  // namespace
