@@ -159,6 +159,20 @@ std::string num_or_dash(const json& r, const char* key, int prec = 3, const char
     return it != r.end() && it->is_number() ? fmt(it->get<double>(), prec) + suffix : "—";
 }
 
+// 957x, 49.3x, 1.31x, 0.501x: no exponents in a table.
+std::string ratio_str(double v) {
+    char b[64];
+    if (v >= 100) std::snprintf(b, sizeof b, "%.0fx", v);
+    else if (v >= 10) std::snprintf(b, sizeof b, "%.1fx", v);
+    else std::snprintf(b, sizeof b, "%.3gx", v);
+    return b;
+}
+
+std::string ratio_or_dash(const json& r, const char* key) {
+    auto it = r.find(key);
+    return it != r.end() && it->is_number() ? ratio_str(it->get<double>()) : "—";
+}
+
 std::string time_str(double s) {
     if (s >= 1) return fmt(s, 3) + " s";
     if (s >= 1e-3) return fmt(s * 1e3, 3) + " ms";
@@ -301,7 +315,8 @@ td.l,th.l,table.claims td,table.claims th{text-align:left}
 table.claims td:first-child{max-width:520px}
 .b{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;white-space:nowrap}
 .b.ok{background:#d8f3dc;color:#1b5e20}.b.bad{background:#fde2e1;color:#b71c1c}.b.na{background:#eceff1;color:#455a64}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:12px;margin:10px 0}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px;margin:10px 0}
+figure.roofline{grid-column:1/-1;max-width:1100px;justify-self:center;width:100%}
 figure{margin:0;background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:4px}
 svg.plot{width:100%;height:auto;display:block}
 .why{color:#666;font-size:12px;margin-top:3px}
@@ -418,13 +433,13 @@ void runs_table(std::ostream& h, const GroupRef& g) {
               << num_or_dash(r, "gbps") << "</td>";
         else
             h << "<td class=\"dim\">emulated: not timed</td><td>—</td><td>—</td><td>—</td>";
-        h << "<td>" << num_or_dash(r, "intensity") << "</td><td>" << num_or_dash(r, "speedup_vs_naive", 3, "x") << "</td><td>"
-          << num_or_dash(r, "speedup_vs_vendor", 3, "x") << "</td><td>" << num_or_dash(r, "fraction_of_roof", 2) << "</td>";
+        h << "<td>" << num_or_dash(r, "intensity") << "</td><td>" << ratio_or_dash(r, "speedup_vs_naive") << "</td><td>"
+          << ratio_or_dash(r, "speedup_vs_vendor") << "</td><td>" << num_or_dash(r, "fraction_of_roof", 2) << "</td>";
         if (units) h << "<td>" << (timed(r) ? num_or_dash(r, "units_per_s", 4) : "—") << "</td>";
         if (mfu) h << "<td>" << num_or_dash(r, "mfu", 2) << "</td>";
         if (mem)
             h << "<td>" << (r.contains("peak_bytes") && r["peak_bytes"].is_number() ? bytes_str(r["peak_bytes"].get<double>()) : "—")
-              << "</td><td>" << num_or_dash(r, "memory_vs_naive", 3, "x") << "</td>";
+              << "</td><td>" << ratio_or_dash(r, "memory_vs_naive") << "</td>";
         const bool ok = r["correct"].get<bool>();
         h << "<td>" << badge(ok ? "correct" : "INCORRECT") << "</td><td>" << num_or_dash(r["error"], "max_abs", 3)
           << "</td><td>" << num_or_dash(r["error"], "max_rel", 3) << "</td><td class=\"msg\">"
@@ -535,7 +550,20 @@ std::string best_speedup(const std::vector<GroupRef>& groups, std::string* where
                 best = (*r)["speedup_vs_naive"].get<double>();
                 *where = g.op + " " + (*r)["variant"].get<std::string>() + " (" + g.backend + ")";
             }
-    return best > 0 ? fmt(best, 3) + "x" : "—";
+    return best > 0 ? ratio_str(best) : "—";
+}
+
+// The smallest peak memory of a correct optimized rung relative to the naive one.
+std::string least_memory(const std::vector<GroupRef>& groups, std::string* where) {
+    double least = 0;
+    for (auto& g : groups)
+        for (const json* r : g.runs)
+            if ((*r)["role"] == "optimized" && (*r)["correct"].get<bool>() && r->contains("memory_vs_naive") &&
+                (*r)["memory_vs_naive"].is_number() && (least == 0 || (*r)["memory_vs_naive"].get<double>() < least)) {
+                least = (*r)["memory_vs_naive"].get<double>();
+                *where = g.op + " " + (*r)["variant"].get<std::string>() + " (" + g.backend + ")";
+            }
+    return least > 0 ? ratio_str(least) : "—";
 }
 
 }  // namespace
@@ -589,7 +617,8 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
 
         // Overview.
         h << "<div class=\"card\"><table><thead><tr><th class=\"l\">lever</th><th class=\"l\">ops</th><th>variants run</th>"
-             "<th>correct</th><th class=\"l\">best speedup over naive</th><th>claims checked here</th><th class=\"l\">lesson</th>";
+             "<th>correct</th><th class=\"l\">best speedup over naive</th><th class=\"l\">least peak memory vs naive</th>"
+             "<th>claims checked here</th><th class=\"l\">lesson</th>";
         if (comparing) h << "<th>vs baseline: faster / slower / within noise</th>";
         h << "</tr></thead><tbody>\n";
         std::map<std::string, std::vector<GroupRef>> lever_groups;
@@ -603,8 +632,8 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
                 for (const json* r : g.runs)
                     if (r->value("ran", true)) ++ran, ok += (*r)["correct"].get<bool>();
             }
-            std::string where;
-            const std::string best = best_speedup(gs, &where);
+            std::string where, mem_where;
+            const std::string best = best_speedup(gs, &where), mem = least_memory(gs, &mem_where);
             int repro = 0, differs = 0;
             for (const json* c : claims[l]) {
                 repro += c->value("verdict", "") == "reproduced";
@@ -614,6 +643,7 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
               << esc(join({ops.begin(), ops.end()})) << "</td><td>" << ran << "</td><td>"
               << badge(ok == ran ? std::to_string(ok) + "/" + std::to_string(ran) : std::to_string(ok) + "/" + std::to_string(ran) + " INCORRECT")
               << "</td><td class=\"l\">" << best << (where.empty() ? "" : " <span class=\"dim\">" + esc(where) + "</span>")
+              << "</td><td class=\"l\">" << mem << (mem_where.empty() ? "" : " <span class=\"dim\">" + esc(mem_where) + "</span>")
               << "</td><td>" << (claims[l].empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ")
               << "</td><td class=\"l\">";
             if (lessons.count(l)) h << "<a href=\"" << esc(relative_link(lessons[l], page_dir)) << "\">" << esc(lessons[l].parent_path().filename().string()) << "</a>";
