@@ -12,18 +12,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/local-$(hostname -s)}
 mkdir -p "$OUT"
-LOG="$OUT/job.log"
-: > "$LOG"
-PARTS=()   # "name<TAB>seconds"
+exec > >(tee "$OUT/job.log") 2>&1
+PARTS=()   # "name<TAB>wall seconds<TAB>CPU seconds"
 now() { date +%s.%N; }
-part() {  # part NAME COMMAND...: runs it, prints and records how long it took
+# CPU seconds (user + system) of the commands this shell has waited for. On a
+# shared machine a part's wall time grows with the neighbours' load; its CPU
+# time does not (much), so both are recorded.
+TIMES=$(mktemp)
+cpu_now() {  # sets CPU_NOW; `times` must run in this shell, not in a $(...) subshell
+  times > "$TIMES"
+  CPU_NOW=$(tail -1 "$TIMES" | awk '{ split($1, u, "m"); split($2, s, "m"); printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
+}
+part() {  # part NAME COMMAND...: runs it, prints and records how long it took; its exit status
   local name=$1; shift
   echo "== $name"
-  local t0; t0=$(now)
-  "$@"
-  local dt; dt=$(python3 -c "print(round($(now) - $t0, 1))")
-  PARTS+=("$name	$dt")
-  echo "== $name: ${dt} s"
+  local t0 c0 rc=0; t0=$(now); cpu_now; c0=$CPU_NOW
+  "$@" || rc=$?
+  cpu_now
+  local dt dc; dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  dc=$(awk -v a="$c0" -v b="$CPU_NOW" 'BEGIN { printf "%.1f", b - a }')
+  PARTS+=("$name	$dt	$dc")
+  echo "== $name: ${dt} s (CPU ${dc} s)"
+  return $rc
 }
 
 part "install packages (apt)" ./scripts/install-deps.sh
@@ -90,8 +100,11 @@ EOF
 
 # Claims: the formula checks, and the CPU experiments (or GPU ones) run here.
 # Exit status 1 means a claim could not be evaluated; the page shows it.
-part "claims (memwall reproduce --run-experiments)" "$MW" reproduce --run-experiments --out "$OUT/claims.json" \
-    >/dev/null || true
+claims() {
+  "$MW" reproduce --run-experiments --out "$OUT/claims.json" >/dev/null ||
+    echo "some claims could not be evaluated: see $OUT/claims.md"
+}
+part "claims (memwall reproduce --run-experiments)" claims
 
 # job.json: the files the page is made from, and the time of each part (the
 # run of all levers split by lever from the results files' timelines).
@@ -103,8 +116,8 @@ parts = []
 for line in sys.stdin.read().splitlines():
     if not line.strip():
         continue
-    name, secs = line.rsplit("\t", 1)
-    parts.append({"name": name, "seconds": float(secs)})
+    name, secs, cpu = line.split("\t")
+    parts.append({"name": name, "seconds": float(secs), "cpu_seconds": float(cpu)})
 files, levers = ["ceilings.json"], []
 for p in sorted(glob.glob(os.path.join(out, "*-cpu.json")) + glob.glob(os.path.join(out, "*-cuda.json"))):
     doc = json.load(open(p))
@@ -121,7 +134,9 @@ for i, p in enumerate(parts):
         backend = p["name"][p["name"].rfind("(") + 1:-1]
         parts[i + 1:i + 1] = [l for l in levers if l["name"].endswith("-" + backend)]
 doc = {"schema": "memwall.job/1", "files": files, "parts": parts, "gpu": gpu,
-       "note": "Lever lines (indented) are parts of the run above them, from the results files' timelines."}
+       "note": "Wall time grows with whatever else the machine runs; CPU time (user + system of the part's "
+               "processes) much less. The lever lines are shares of the run above them (wall time, from the "
+               "results files' timelines)."}
 tmp = os.path.join(out, "job.json.tmp")
 json.dump(doc, open(tmp, "w"), indent=2)
 os.replace(tmp, os.path.join(out, "job.json"))
@@ -133,6 +148,10 @@ write_job
 
 echo
 echo "Times:"
-for p in "${PARTS[@]}"; do printf '  %-60s %8s s\n' "${p%%	*}" "${p##*	}"; done
+printf '  %-56s %9s %9s\n' part wall CPU
+for p in "${PARTS[@]}"; do
+  IFS=$'\t' read -r name wall cpu <<< "$p"
+  printf '  %-56s %7s s %7s s\n' "$name" "$wall" "$cpu"
+done
 echo "Results are in $OUT/: open $OUT/index.html in a browser."
 exit "$STATUS"
