@@ -88,14 +88,19 @@ l3 = c.get("caches_bytes", {}).get("l3", 0)
 peak = max([p["gflops"] for p in c.get("peaks", []) if p["dtype"] == "fp32"] or [0])
 dram = c.get("dram_gbps") or max(c.get("dram_triad_gbps") or [0])
 ridge = peak / dram if dram else 0
+def size(b):
+    return f"{b / 2**20:.0f} MiB" if b >= 2**20 else f"{b / 1024:.0f} KiB"
 for p in sorted(glob.glob(os.path.join(out, "*-cpu.json"))):
     for r in json.load(open(p))["runs"]:
-        if r.get("role") != "reference" or not r.get("ran", True) or r["intensity"] >= ridge:
+        # Memory-bound: below the ridge by the op's compulsory bytes (a naive rung's own traffic says little).
+        compulsory = r.get("compulsory_bytes") or r["bytes"]
+        intensity = r["flops"] / compulsory if compulsory else 0
+        if r.get("role") != "reference" or not r.get("ran", True) or intensity >= ridge:
             continue
-        ws = r.get("problem_bytes") or r["bytes"]
-        verdict = "exceeds" if ws > l3 else "WARNING: fits in"
-        print(f"  {r['op']:14s} memory-bound (FLOP/B {r['intensity']:.3g} < ridge {ridge:.3g}): "
-              f"{ws / 2**20:.0f} MiB {verdict} the {l3 / 2**20:.0f} MiB L3")
+        ws = r.get("problem_bytes") or compulsory
+        verdict = "exceeds" if ws > l3 else "fits in"
+        print(f"  {r['op']:14s} memory-bound (FLOP/B {intensity:.3g} < ridge {ridge:.3g}): {size(ws)} {verdict} "
+              f"the {size(l3)} L3" + ("" if ws > l3 else ": its times are the L3's, not DRAM's"))
 EOF
 
 # Claims: the formula checks, and the CPU experiments (or GPU ones) run here.
@@ -109,11 +114,12 @@ part "claims (memwall reproduce --run-experiments)" claims
 # job.json: the files the page is made from, and the time of each part (the
 # run of all levers split by lever from the results files' timelines).
 write_job() {
-  printf '%s\n' "${PARTS[@]}" | python3 - "$OUT" "$GPU" <<'EOF'
+  # The parts go in through the environment: the program itself is python's standard input.
+  PARTS_TEXT=$(printf '%s\n' "${PARTS[@]}") python3 - "$OUT" "$GPU" <<'EOF'
 import glob, json, os, sys
 out, gpu = sys.argv[1], sys.argv[2] == "1"
 parts = []
-for line in sys.stdin.read().splitlines():
+for line in os.environ["PARTS_TEXT"].splitlines():
     if not line.strip():
         continue
     name, secs, cpu = line.split("\t")

@@ -572,7 +572,8 @@ std::string least_memory(const std::vector<GroupRef>& groups, std::string* where
                 least = (*r)["memory_vs_naive"].get<double>();
                 *where = g.op + " " + (*r)["variant"].get<std::string>() + " (" + g.backend + ")";
             }
-    return least > 0 ? ratio_str(least) : "—";
+    if (least >= 0.995) where->clear();  // no rung saves memory
+    return least > 0 && least < 0.995 ? ratio_str(least) : "—";
 }
 
 }  // namespace
@@ -737,7 +738,7 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
                   << " not" << (gpu.empty() ? "" : "; " + std::to_string(gpu.size()) + " need a GPU (listed below)") << ".</p>\n";
                 claims_table(h, checked, lever_runs, f.ceilings["ceilings"]);
                 if (!gpu.empty()) {
-                    h << "<details><summary>" << gpu.size() << " claims that need a GPU</summary>\n";
+                    h << "<details><summary>" << gpu.size() << (gpu.size() == 1 ? " claim" : " claims") << " that need a GPU</summary>\n";
                     claims_table(h, gpu, lever_runs, f.ceilings["ceilings"]);
                     h << "</details>\n";
                 }
