@@ -651,7 +651,8 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
             }
             h << "<tr><td class=\"l\"><a href=\"#lever-" << anchor(l) << "\">" << esc(l) << "</a></td><td class=\"l\">"
               << esc(join({ops.begin(), ops.end()})) << "</td><td>" << ran << "</td><td>"
-              << badge(ok == ran ? std::to_string(ok) + "/" + std::to_string(ran) : std::to_string(ok) + "/" + std::to_string(ran) + " INCORRECT")
+              << "<span class=\"b " << (ok == ran ? "ok" : "bad") << "\">" << ok << "/" << ran
+              << (ok == ran ? "" : " correct") << "</span>"
               << "</td><td class=\"l\">" << best << (where.empty() ? "" : " <span class=\"dim\">" + esc(where) + "</span>")
               << "</td><td class=\"l\">" << mem << (mem_where.empty() ? "" : " <span class=\"dim\">" + esc(mem_where) + "</span>")
               << "</td><td>" << (claims[l].empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ")
