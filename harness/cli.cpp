@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "harness/gpu.hpp"
 #include "harness/plot.hpp"
 #include "harness/registry.hpp"
+#include "harness/report_html.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 #include "harness/strings.hpp"
@@ -128,12 +130,14 @@ int cli_main(int argc, char** argv) {
     // run
     auto* run = app.add_subcommand("run", "Check, time and record variants of levers or ops");
     RunRequest req;
-    std::string backend_s = "cpu", dtype_s, out_path, ceilings_path;
+    std::string backend_s = "cpu", dtype_s, out_path, out_dir, ceilings_path;
     int threads = 0;
-    run->add_option("targets", req.targets, "Levers or ops to run (see `memwall list`)")->required();
+    run->add_option("targets", req.targets, "Levers or ops to run (see `memwall list`), or all")->required();
     run->add_option("--backend", backend_s, "cpu, cuda or cuda-emu")->default_val("cpu");
     run->add_option("--variant", req.variants, "Only these variants (the naive rung always runs too)");
-    run->add_option("--shape", req.shapes, "Shape override, axis=value[,axis=value...]; repeat for several");
+    run->add_option("--shape", req.shapes,
+                    "Shape override, axis=value[,axis=value...]; repeat for several; OP:axis=value,... applies to "
+                    "that op only (with several targets)");
     run->add_option("--dtype", dtype_s, "Data type (default: the op's first)");
     run->add_option("--threads", threads, "CPU threads (default: all hardware threads)");
     run->add_flag("--quick", req.quick, "Small shapes and short timing (smoke runs)");
@@ -143,6 +147,10 @@ int cli_main(int argc, char** argv) {
     run->add_option("--seed", req.seed, "Seed of the generated inputs")->default_val(42);
     run->add_option("--budget", req.timing.budget_s, "Seconds of timed calls per variant")->default_val(3.0);
     run->add_option("--out", out_path, "Write results JSON here (and .md/.csv beside it)");
+    run->add_option("--out-dir", out_dir,
+                    "Write one results file per lever here, <lever>-<backend>.json (+ .md, .csv), each as soon as "
+                    "its lever is done (e.g. `memwall run all --out-dir DIR`)")
+        ->excludes("--out");
     run->add_option("--ceilings", ceilings_path, "Ceilings from `memwall calibrate --out` (default: quick calibration)");
 
     // calibrate
@@ -161,11 +169,17 @@ int cli_main(int argc, char** argv) {
     plot->add_option("--out-dir", plot_dir, "Folder for the plots (default: beside the results file)");
 
     // report
-    auto* report = app.add_subcommand("report", "Summarize a results file as markdown or CSV");
-    std::string report_in, report_fmt = "md", report_out;
-    report->add_option("results", report_in, "Results JSON")->required();
+    auto* report = app.add_subcommand(
+        "report", "Summarize a results file as markdown or CSV, or a results folder as one HTML page (--html)");
+    std::string report_in, report_fmt = "md", report_out, report_compare;
+    bool report_html = false;
+    report->add_option("results", report_in, "Results JSON (with --html: a results folder)")->required();
     report->add_option("--format", report_fmt, "md or csv")->default_val("md");
-    report->add_option("--out", report_out, "Write here instead of standard output");
+    report->add_option("--out", report_out, "Write here instead of standard output (--html: instead of FOLDER/index.html)");
+    report->add_flag("--html", report_html,
+                     "Write FOLDER/index.html: machine, ceilings, per lever plots, tables, verdicts and claims");
+    report->add_option("--compare", report_compare,
+                       "With --html: a second results folder (another machine or commit) to compare against");
 
     // compare
     auto* cmp = app.add_subcommand("compare", "Compare two results files variant by variant");
@@ -219,12 +233,40 @@ int cli_main(int argc, char** argv) {
             }
             check_output_path(out_path, "--out");
             req.command_line = command_for_record(argc, argv);
+            if (!out_dir.empty() && fs::exists(out_dir) && !fs::is_directory(out_dir))
+                throw UsageError("--out-dir '" + out_dir + "' is a file; give a folder");
             auto plans = plan_runs(req);  // all validation happens before anything runs
             Ceilings c = load_or_measure_ceilings(ceilings_path, req.threads > 0 ? req.threads : hw, req.quick);
+            auto failed = [](const nlohmann::json& doc) {
+                for (auto& r : doc["runs"])
+                    if (r.value("ran", false) && !r["correct"].get<bool>()) return true;
+                return false;
+            };
+            if (!out_dir.empty()) {
+                // One process, one file per lever, written when the lever is done.
+                RunProgress job;
+                job.total = count_variants(plans);
+                std::vector<std::string> levers;
+                for (auto& p : plans)
+                    if (std::find(levers.begin(), levers.end(), p.op->lever) == levers.end()) levers.push_back(p.op->lever);
+                bool any_failed = false;
+                for (auto& lever : levers) {
+                    std::vector<RunPlan> mine;
+                    for (auto& p : plans)
+                        if (p.op->lever == lever) mine.push_back(p);
+                    auto doc = run_plans(mine, req, c, std::cout, &job);
+                    any_failed = any_failed || failed(doc);
+                    const fs::path out = fs::path(out_dir) / (lever + "-" + to_string(req.backend) + ".json");
+                    write_json_atomic(out, doc);
+                    write_file_atomic(fs::path(out).replace_extension(".md"), report_markdown(doc));
+                    write_file_atomic(fs::path(out).replace_extension(".csv"), report_csv(doc));
+                    std::cout << "results: " << out.string() << " (+ .md, .csv)\n";
+                }
+                if (any_failed) std::cerr << "memwall: at least one variant is INCORRECT (see check_message)\n";
+                return any_failed ? 1 : 0;
+            }
             auto doc = run_plans(plans, req, c, std::cout);
-            bool all_ok = true;
-            for (auto& r : doc["runs"])
-                if (r.value("ran", false) && !r["correct"].get<bool>()) all_ok = false;
+            const bool all_ok = !failed(doc);
             if (!out_path.empty()) {
                 fs::path out(out_path);
                 write_json_atomic(out, doc);
@@ -268,6 +310,12 @@ int cli_main(int argc, char** argv) {
         }
 
         if (*report) {
+            if (report_html) {
+                const auto page = write_html_report({report_in, report_compare, report_out});
+                std::cout << "report: " << page.string() << "\n";
+                return 0;
+            }
+            if (!report_compare.empty()) throw UsageError("--compare needs --html (or use: memwall compare BASE NEW)");
             if (report_fmt != "md" && report_fmt != "csv")
                 throw UsageError("unknown report format '" + report_fmt + "'; valid formats: md, csv");
             auto doc = read_json_file(report_in);

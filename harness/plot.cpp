@@ -609,6 +609,17 @@ void plot_memory(const json& results, const Group& grp, const fs::path& dir, std
 
 }  // namespace
 
+std::string plot_stem(const json& results, const json& run) {
+    if (!timing_meaningful(run)) return "";
+    std::string shape = str(run, "shape_str");
+    if (shape.empty() && run.contains("shape")) shape = run["shape"].dump();
+    for (const auto& grp : group_runs(results))
+        if (grp.lever == str(run, "lever") && grp.op == str(run, "op") && grp.backend == str(run, "backend") &&
+            grp.shape == shape)
+            return grp.stem;
+    return "";
+}
+
 bool gnuplot_available() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 void plot_results(const json& results, const fs::path& out_dir, std::vector<fs::path>* written) {

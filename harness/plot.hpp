@@ -27,6 +27,11 @@ bool gnuplot_available();
 void plot_results(const nlohmann::json& results, const std::filesystem::path& out_dir,
                   std::vector<std::filesystem::path>* written = nullptr);
 
+// The stem plot_results gives the group of `run` (a run of `results`):
+// roofline-<stem>.svg, speedup-<stem>.svg, memory-<stem>.svg. Empty when the
+// run is not plotted (cuda-emu, timing not meaningful).
+std::string plot_stem(const nlohmann::json& results, const nlohmann::json& run);
+
 // A line plot in the same style (a training run's loss curves):
 // `stem`.{svg,png,gp,dat} in `out_dir`, one line per series, x and y linear
 // unless `logx`. Throws std::runtime_error when gnuplot is missing or fails.

@@ -444,12 +444,36 @@ std::string report_csv(const nlohmann::json& doc) {
     return os.str();
 }
 
+std::string run_key(const nlohmann::json& r) { return group_key(r) + " / " + r["variant"].get<std::string>(); }
+
+RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now) {
+    RunComparison c;
+    auto timed = [](const nlohmann::json& r) {
+        return r.value("ran", true) && r.value("timing_meaningful", true) && r["backend"] != "cuda-emu" &&
+               r["time_s"].value("samples", 0) > 0;
+    };
+    auto best = [](const nlohmann::json& r) { return r["time_s"].value("best", r["time_s"].value("min", 0.0)); };
+    auto spread = [&](const nlohmann::json& r) {
+        const double b = best(r), m = r["time_s"].value("median", b);
+        return b > 0 ? std::max(0.0, m / b - 1) : 0.0;
+    };
+    const bool cb = base.value("correct", false), cn = now.value("correct", false);
+    if (timed(base) && timed(now) && best(now) > 0) {
+        c.ratio = best(base) / best(now);
+        c.noise = std::max(0.05, 2 * std::max(spread(base), spread(now)));
+        c.verdict = c.ratio > 1 + c.noise ? "faster" : c.ratio < 1 / (1 + c.noise) ? "slower" : "within noise";
+    } else {
+        c.verdict = "not timed";
+    }
+    if (cb && !cn) c.verdict = "now INCORRECT";
+    if (!cb && cn && base.value("ran", true)) c.verdict = "now correct";
+    return c;
+}
+
 std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& now) {
     validate_results(base);
     validate_results(now);
-    auto key = [](const nlohmann::json& r) {
-        return group_key(r) + " / " + r["variant"].get<std::string>();
-    };
+    auto key = [](const nlohmann::json& r) { return run_key(r); };
     std::map<std::string, const nlohmann::json*> b;
     for (auto& r : base["runs"]) b[key(r)] = &r;
     std::ostringstream os;
@@ -457,8 +481,10 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
     os << "- base: " << base["machine"].value("cpu_model", "?") << " @ " << base["machine"].value("git_commit", "?")
        << "\n- new:  " << now["machine"].value("cpu_model", "?") << " @ " << now["machine"].value("git_commit", "?")
        << "\n\nRatio = base best time / new best time (above 1: the new run is faster). Times from different runs "
-          "are not a measured speedup: read large ratios only, and re-run both in one session to confirm.\n\n";
-    os << "| op / backend / dtype / shape / variant | base | new | ratio |\n|---|---:|---:|---:|\n";
+          "are not a measured speedup: read large ratios only, and re-run both in one session to confirm. "
+          "Verdict: faster or slower only beyond the noise, twice the larger spread (median / best) of the "
+          "two runs and at least 5%.\n\n";
+    os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) |\n|---|---:|---:|---:|---|\n";
     int matched = 0;
     for (auto& r : now["runs"]) {
         auto it = b.find(key(r));
@@ -466,11 +492,13 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
         const auto& tb = it->second->at("time_s");
         const auto& tn = r["time_s"];
         const double xb = tb.value("best", tb["min"].get<double>()), xn = tn.value("best", tn["min"].get<double>());
+        const RunComparison v = compare_runs(*it->second, r);
         os << "| " << key(r) << " | " << time_str(xb) << " | " << time_str(xn) << " | "
-           << (xn > 0 ? fmt(xb / xn) + "x" : "—") << " |\n";
+           << (xn > 0 ? fmt(xb / xn) + "x" : "—") << " | " << v.verdict
+           << (v.noise > 0 ? " (±" + fmt(100 * v.noise, 2) + "%)" : "") << " |\n";
         ++matched;
     }
-    if (matched == 0) os << "| (no run appears in both files) | | | |\n";
+    if (matched == 0) os << "| (no run appears in both files) | | | | |\n";
     return os.str();
 }
 

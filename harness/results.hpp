@@ -45,7 +45,22 @@ void validate_results(const nlohmann::json& doc);
 std::string report_markdown(const nlohmann::json& results);
 std::string report_csv(const nlohmann::json& results);
 // Per matching (lever, op, variant, backend, dtype, shape): time in both
-// files and the ratio, as markdown.
+// files, the ratio and the verdict of compare_runs, as markdown.
 std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& now);
+
+// One variant in two results files, judged against the noise the two runs
+// themselves show. ratio = base best / new best (above 1: new is faster).
+// noise = the larger relative spread (median / best - 1) of the two runs,
+// doubled, and at least 5%; the verdict is "faster" when ratio > 1 + noise,
+// "slower" when ratio < 1 / (1 + noise), else "within noise"; "not timed"
+// when either run's time means nothing (cuda-emu, not run). A change of
+// correctness overrides: "now INCORRECT" / "now correct".
+struct RunComparison {
+    double ratio = 0, noise = 0;
+    std::string verdict;
+};
+RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now);
+// The key runs of two files are matched by: lever / op / backend / dtype / shape / variant.
+std::string run_key(const nlohmann::json& run);
 
 }  // namespace mw

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -79,13 +80,26 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
     for (auto& t : req.targets) {
         bool found = false;
         for (auto& o : ops())
-            if (o.lever == t || o.name == t) {
+            if (t == "all" || o.lever == t || o.name == t) {
                 if (std::find(targets.begin(), targets.end(), &o) == targets.end()) targets.push_back(&o);
                 found = true;
             }
         if (!found)
             throw UsageError("unknown lever or op '" + t + "'; levers: " + join(lever_names()) + "; ops: " +
-                             join(op_names()));
+                             join(op_names()) + "; or all");
+    }
+    // --shape OP:axis=v,... applies to that op only; one naming an op that is
+    // not run is an error rather than silently unused.
+    for (auto& text : req.shapes) {
+        const auto colon = text.find(':');
+        if (colon == std::string::npos || colon > text.find('=')) continue;
+        const std::string name = text.substr(0, colon);
+        if (std::none_of(targets.begin(), targets.end(), [&](const Op* o) { return o->name == name; }))
+            throw UsageError("--shape '" + text + "' names op '" + name + "', which is not run here; ops run: " + [&] {
+                std::vector<std::string> n;
+                for (const Op* o : targets) n.push_back(o->name);
+                return join(n);
+            }());
     }
 
     std::vector<RunPlan> plans;
@@ -121,11 +135,19 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
                 chosen.push_back(v);
             }
         }
+        // This op's shapes: those prefixed with its name, else the unprefixed ones.
+        std::vector<std::string> own, plain;
+        for (auto& text : req.shapes) {
+            const auto colon = text.find(':');
+            if (colon == std::string::npos || colon > text.find('=')) plain.push_back(text);
+            else if (text.compare(0, colon, op->name) == 0) own.push_back(text.substr(colon + 1));
+        }
+        const std::vector<std::string>& texts = own.empty() ? plain : own;
         std::vector<Shape> shapes;
-        if (req.shapes.empty()) {
+        if (texts.empty()) {
             shapes.push_back(req.quick ? op->quick_shape : op->default_shape);
         } else {
-            for (auto& text : req.shapes) {
+            for (auto& text : texts) {
                 Shape s = parse_shape(text, req.quick ? op->quick_shape : op->default_shape, op->axes, op->flag_axes);
                 if (op->validate) {
                     auto err = op->validate(s);
@@ -567,8 +589,34 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
 
 }  // namespace
 
+std::size_t count_variants(const std::vector<RunPlan>& plans) {
+    std::size_t n = 0;
+    for (auto& plan : plans) n += plan.variants.size();
+    return n;
+}
+
+namespace {
+
+double steady_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// "~3 m 20 s left" from the mean time per variant so far (a rough guide:
+// naive rungs at large shapes take longer than the rest).
+std::string eta_text(const RunProgress& p) {
+    if (p.done == 0 || p.done >= p.total) return "";
+    const double per = (steady_s() - p.start_s) / double(p.done);
+    const int left = int(per * double(p.total - p.done) + 0.5);
+    char b[64];
+    if (left >= 60) std::snprintf(b, sizeof b, "  (~%d m %02d s left)", left / 60, left % 60);
+    else std::snprintf(b, sizeof b, "  (~%d s left)", left);
+    return b;
+}
+
+}  // namespace
+
 nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
-                         std::ostream& progress) {
+                         std::ostream& progress, RunProgress* job) {
     const int threads = req.threads > 0 ? req.threads : hardware_threads();
     json doc;
     doc["schema"] = kResultsSchema;
@@ -582,11 +630,15 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     doc["runs"] = json::array();
     json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};
 
-    std::size_t total = 0, done = 0;
-    for (auto& plan : plans) total += plan.variants.size();
+    RunProgress local;
+    RunProgress& prog = job ? *job : local;
+    if (!job) prog.total = count_variants(plans);
+    if (prog.start_s < 0) prog.start_s = steady_s();
+    doc["timeline"] = json::array();
 
     for (auto& plan : plans) {
         const Op& op = *plan.op;
+        const double plan_start = steady_s();
         progress << "== " << op.lever << " / " << op.name << " (" << to_string(req.backend) << ", "
                  << plan.shape.str() << ", " << to_string(plan.dtype) << ", " << threads << " threads)\n";
         progress << "   making inputs (seed " << req.seed << ") and the fp64 oracle..." << std::flush;
@@ -598,8 +650,10 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
         std::vector<std::size_t> group_rows;
 
         for (const Variant* v : plan.variants) {
-            ++done;
-            progress << "   [" << done << "/" << total << "] " << v->name << " ..." << std::flush;
+            progress << "   [" << prog.done + 1 << "/" << prog.total << "] " << op.lever << " / " << op.name
+                     << " rung " << v->rung << " " << v->name << eta_text(prog) << " ..." << std::flush;
+            ++prog.done;
+            const double variant_start = steady_s();
             json r = base_row(op, *v, plan, req, threads);
             std::string why;
             if (!runnable_here(*v, &why)) {
@@ -621,10 +675,13 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
                 mark_not_timed(r);
                 progress << " FAILED: " << e.what() << "\n";
             }
+            r["wall_s"] = steady_s() - variant_start;
             group_rows.push_back(doc["runs"].size());
             doc["runs"].push_back(r);
         }
         add_group_ratios(doc["runs"], group_rows, req, ceilings);
+        doc["timeline"].push_back({{"lever", op.lever}, {"op", op.name}, {"shape", plan.shape.str()},
+                                   {"wall_s", steady_s() - plan_start}});
     }
     doc["gbench"] = gbench;
     return doc;

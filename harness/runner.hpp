@@ -55,9 +55,20 @@ std::vector<RunPlan> plan_runs(const RunRequest& req);
 Shape parse_shape(const std::string& text, const Shape& base, const std::vector<std::string>& axes,
                   const std::vector<std::string>& flag_axes = {});
 
-// Runs the plans; progress lines go to `progress`. Returns the results doc.
+// Progress across several run_plans calls (`memwall run all --out-dir`,
+// one call per lever): variants done of the whole job and when it started,
+// for the estimate of the time left printed on each variant's line.
+struct RunProgress {
+    std::size_t done = 0, total = 0;
+    double start_s = -1;  // steady-clock seconds; set on first use
+};
+// Variants the plans will run (the `total` of a RunProgress).
+std::size_t count_variants(const std::vector<RunPlan>& plans);
+
+// Runs the plans; progress lines go to `progress`. Returns the results doc
+// (with "wall_s" per run and per plan, under "timeline").
 nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
-                         std::ostream& progress);
+                         std::ostream& progress, RunProgress* job = nullptr);
 
 // Checks one variant on one problem (prepare, poison outputs, run, fetch,
 // compare with the oracle). Used by tests and by run_plans.

@@ -4,10 +4,19 @@
 # CUDA backend is compiled too (it runs only where a GPU is present).
 # `fortunes` is data, not code: the English text the model stack is trained
 # on (reference/model/corpus.hpp).
+# `--browser` adds Debian's chromium, which the test of `memwall report --html`
+# loads the page in (headless); scripts/test.sh (and so CI) asks for it, the
+# main job does not need it.
 set -euo pipefail
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes)
+for arg in "$@"; do
+  case "$arg" in
+    --browser) PACKAGES+=(chromium) ;;
+    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite. GPU tests
 # are reported as skipped (never passed) on a machine without a GPU.
+# Chromium is installed too, for the headless-browser test of the HTML report.
 # Then the emulated CUDA kernels run again under AddressSanitizer, which turns
 # an out-of-bounds global or shared access into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/install-deps.sh --browser   # chromium: the headless test of the HTML report
 ./scripts/build.sh
 ctest --preset release -j "$(nproc)" --timeout 600
 
