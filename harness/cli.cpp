@@ -213,10 +213,15 @@ int cli_main(int argc, char** argv) {
             req.command_line = command_for_record(argc, argv);
             auto plans = plan_runs(req);  // all validation happens before anything runs
             Ceilings c = load_or_measure_ceilings(ceilings_path, req.threads > 0 ? req.threads : hw, req.quick);
-            auto doc = run_plans(plans, req, c, std::cout);
+            // Under mpirun every rank runs the plan (collective variants need
+            // them all); only rank 0 prints and writes.
+            const bool reporter = launch_rank() == 0;
+            std::ostream quiet(nullptr);
+            auto doc = run_plans(plans, req, c, reporter ? std::cout : quiet);
             bool all_ok = true;
             for (auto& r : doc["runs"])
                 if (r.value("ran", false) && !r["correct"].get<bool>()) all_ok = false;
+            if (!reporter) return all_ok ? 0 : 1;
             if (!out_path.empty()) {
                 fs::path out(out_path);
                 write_json_atomic(out, doc);
