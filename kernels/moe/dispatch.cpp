@@ -10,7 +10,7 @@ namespace mw::moe {
 
 Dispatch sort_by_expert(const std::int32_t* experts, long T, int k, int E, long capacity) {
     Dispatch d;
-    std::vector<std::int64_t> count(std::size_t(E), 0);
+    std::vector<std::int64_t> count(static_cast<std::size_t>(E), 0);
     d.row_of.assign(std::size_t(T * k), -1);
     // Pass 1: each expert's load, capped by its capacity.
     for (int j = 0; j < k; ++j)

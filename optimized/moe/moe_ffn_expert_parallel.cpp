@@ -132,13 +132,13 @@ Instance prepare_expert_parallel(Problem& p) {
         Dispatch disp = sort_by_expert(ex + t0 * k, Tl, k, E, -1);
         s.local.xs.resize(std::size_t(std::max(1L, long(disp.rows())) * d));
         permute_rows(x + t0 * d, d, disp.token.data(), disp.rows(), s.local.xs.data());
-        std::vector<std::int64_t> mine(std::size_t(E));
+        std::vector<std::int64_t> mine(static_cast<std::size_t>(E));
         for (int e = 0; e < E; ++e) mine[std::size_t(e)] = disp.offsets[std::size_t(e) + 1] - disp.offsets[std::size_t(e)];
         s.counts.resize(std::size_t(P * E));
         MPI_Allgather(mine.data(), E, MPI_INT64_T, s.counts.data(), E, MPI_INT64_T, MPI_COMM_WORLD);
         auto cnt = [&](int q, int e) { return s.counts[std::size_t(q * E + e)]; };
         // Element counts and displacements of both exchanges (int: MPI's).
-        std::vector<int> sc(std::size_t(P)), sd(std::size_t(P)), rc(std::size_t(P)), rd(std::size_t(P));
+        std::vector<int> sc(static_cast<std::size_t>(P)), sd(static_cast<std::size_t>(P)), rc(static_cast<std::size_t>(P)), rd(static_cast<std::size_t>(P));
         for (int q = 0; q < P; ++q) {
             sc[std::size_t(q)] = int((disp.offsets[std::size_t(first_expert(q + 1))] - disp.offsets[std::size_t(first_expert(q))]) * d);
             sd[std::size_t(q)] = int(disp.offsets[std::size_t(first_expert(q))] * d);
@@ -167,7 +167,7 @@ Instance prepare_expert_parallel(Problem& p) {
         float *xe = s.local.ys.data(), *ye = s.local.ys.data() + most * d;
         for (int e = e0; e < e1; ++e) {
             // Where source q's rows for e start in the receive buffer.
-            std::vector<long> at(std::size_t(P));
+            std::vector<long> at(static_cast<std::size_t>(P));
             long n = 0;
             for (int q = 0; q < P; ++q) {
                 long off = rd[std::size_t(q)] / d;
@@ -193,7 +193,7 @@ Instance prepare_expert_parallel(Problem& p) {
         combine(x + t0 * d, s.back.data(), disp.row_of.data(), ex + t0 * k, wt + t0 * k, Tl, k, d, y + t0 * d);
         // Every rank gets the whole y.
         auto tg = Clock::now();
-        std::vector<int> yc(std::size_t(P)), yd(std::size_t(P));
+        std::vector<int> yc(static_cast<std::size_t>(P)), yd(static_cast<std::size_t>(P));
         for (int q = 0; q < P; ++q) yc[std::size_t(q)] = int((first_token(q + 1) - first_token(q)) * d), yd[std::size_t(q)] = int(first_token(q) * d);
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, y, yc.data(), yd.data(), MPI_FLOAT, MPI_COMM_WORLD);
         s.gather_s += since(tg);
@@ -244,6 +244,6 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_cpu, {
         return mw::moe::ffn_weight_bytes(s) + mw::moe::ffn_activation_bytes(s) +
                16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] + 24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
     },
-    .identical_to = "sorted_grouped",
-    .prepare = mw::moe::prepare_expert_parallel });
+    .prepare = mw::moe::prepare_expert_parallel,
+    .identical_to = "sorted_grouped" });
 #endif  // MEMWALL_HAVE_MPI

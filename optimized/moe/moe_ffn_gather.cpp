@@ -30,7 +30,7 @@ Instance prepare_gather(Problem& p) {
     inst.run = [=] {
 #pragma omp parallel
         {
-            std::vector<float> a(std::size_t(f)), b(std::size_t(f)), o(std::size_t(d));
+            std::vector<float> a(static_cast<std::size_t>(f)), b(static_cast<std::size_t>(f)), o(static_cast<std::size_t>(d));
 #pragma omp for schedule(dynamic, 4)
             for (long t = 0; t < T; ++t) {
                 float* yt = y + t * d;

@@ -71,5 +71,5 @@ MW_REGISTER_VARIANT(moe_ffn_sorted_grouped_cpu, {
         return mw::moe::ffn_weight_bytes(s) + mw::moe::ffn_activation_bytes(s) +
                16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] + 24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
     },
-    .identical_to = "dense_masked",
-    .prepare = mw::moe::prepare_sorted_grouped });
+    .prepare = mw::moe::prepare_sorted_grouped,
+    .identical_to = "dense_masked" });

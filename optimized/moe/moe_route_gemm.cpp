@@ -3,7 +3,8 @@
 // Changes from rung 0: the T x E logits come from the vectorization lever's
 // packed GEMM (gemm_ex: x read in cache blocks, W_r packed once, E columns
 // padded to the register tile), not from T E strided dot products; the
-// softmax and the selection are one pass per token over E values. The
+// softmax and the selection are one pass per token over E values
+// (kernels/moe/route.hpp). The
 // logits are exact on the router's grid (reference/moe/moe.hpp), so the
 // summation order the GEMM picks cannot change an index. What it should buy:
 // the naive rung's strided reads of W_r and its scalar dot products were the
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/moe/route.hpp"
 #include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/moe/moe.hpp"
 
@@ -32,28 +34,8 @@ Instance prepare_gemm(Problem& p) {
 #pragma omp parallel for schedule(static)
         for (long t = 0; t < T; ++t) {
             float* lt = l + t * E;
-            // Top-k by insertion into a sorted list of k (E is small): a
-            // later expert moves ahead only when strictly larger, so equal
-            // logits stay in index order.
-            int top[8];
-            float topv[8];
-            int n = 0;
-            float m = -INFINITY;
-            for (int e = 0; e < E; ++e) {
-                const float v = lt[e] += bias[e];
-                m = std::max(m, v);
-                if (n == k && !(v > topv[k - 1])) continue;
-                int i = n < k ? n++ : k - 1;
-                while (i > 0 && v > topv[i - 1]) top[i] = top[i - 1], topv[i] = topv[i - 1], --i;
-                top[i] = e, topv[i] = v;
-            }
-            float sum = 0, sel = 0;
-            for (int e = 0; e < E; ++e) sum += std::exp(lt[e] - m);
-            for (int j = 0; j < k; ++j) sel += std::exp(topv[j] - m) / sum;
-            for (int j = 0; j < k; ++j) {
-                ex[t * k + j] = top[j];
-                w[t * k + j] = std::exp(topv[j] - m) / sum / sel;
-            }
+            for (int e = 0; e < E; ++e) lt[e] += bias[e];
+            route_token(lt, E, k, ex + t * k, w + t * k);
         }
     };
     inst.counters = [&p] { return route_counters(p); };

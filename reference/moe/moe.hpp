@@ -19,6 +19,10 @@
 //   d_ff, experts, top_k, capacity_pct, skew). The op is dropless; the
 //   capacity rung's contract drops by the rule below. Useful FLOPs 6 T k d
 //   d_ff; unit: tokens.
+//   moe_layer: the whole layer, routing included (router inputs as moe_route's,
+//   expert weights as moe_ffn's; experts 0 and 1 share a router column, so
+//   their logits tie on every token and the tie rule changes y): level 08's
+//   exercise, checked against route_exact then ffn_exact in fp64.
 //
 // skew s > 0: two seeded "hot" experts get +s/4 on their logits, so most
 // tokens go to them (the counters say how many), which shows the
@@ -45,8 +49,13 @@
 //   optimized/moe/moe_ffn_expert_parallel.cpp           4  expert_parallel: experts split over P MPI ranks; dispatch
 //                                                            AllToAllv, local grouped GEMMs, combine AllToAllv
 //                                                            (needs `mpirun -n P`, P >= 2; built when MPI is found)
+//   reference/moe/moe_layer.cpp                      rung 0  dense_masked: router dot products per token, then
+//                                                            moe_ffn's dense_masked
+//   optimized/moe/moe_layer_sorted_grouped.cpp          1  sorted_grouped: router GEMM, then moe_ffn's rung 2
+//                                                            (level 08's exercise is graded against it)
 // The dispatch machinery (counting sort, permute, expert block, combine) has
-// one home: kernels/moe/dispatch.hpp.
+// one home: kernels/moe/dispatch.hpp; a token's top-k and weights another,
+// kernels/moe/route.hpp.
 //
 // Run:   memwall run moe_route --shape top_k=1 --shape top_k=2
 //        memwall run moe_ffn --variant dense_masked,sorted_grouped,capacity
@@ -89,7 +98,15 @@ std::vector<char> kept_assignments(const std::int32_t* experts, long T, int k, i
 // The capacity C for capacity_pct c (c = 0: -1, unbounded).
 long expert_capacity(const Shape& s);
 
-// y = x + sum over kept assignments of w FFN_e(x), in fp64 (kept empty: all).
+// y = x + sum over kept assignments of w FFN_e(x), in fp64 (kept empty: all),
+// for moe_ffn's problem or any routing and weights.
+struct FfnInputs {
+    const float* x;
+    const std::int32_t* experts;
+    const double* weights;
+    const float *gate, *up, *down;
+};
+std::vector<double> ffn_exact(const Shape& s, const FfnInputs& in, const std::vector<char>& kept);
 std::vector<double> ffn_exact(const Problem& p, const std::vector<char>& kept);
 
 // Useful FLOPs of moe_ffn: 6 T k d d_ff.

@@ -28,9 +28,9 @@ long expert_capacity(const Shape& s) {
 }
 
 std::vector<char> kept_assignments(const std::int32_t* experts, long T, int k, int E, long capacity) {
-    std::vector<char> kept(std::size_t(T * k), 1);
+    std::vector<char> kept(static_cast<std::size_t>(T * k), 1);
     if (capacity < 0) return kept;
-    std::vector<long> taken(std::size_t(E), 0);
+    std::vector<long> taken(static_cast<std::size_t>(E), 0);
     for (int j = 0; j < k; ++j)  // every first choice before any second one
         for (long t = 0; t < T; ++t) {
             long& n = taken[std::size_t(experts[t * k + j])];
@@ -41,27 +41,34 @@ std::vector<char> kept_assignments(const std::int32_t* experts, long T, int k, i
 }
 
 std::vector<double> ffn_exact(const Problem& p, const std::vector<char>& kept) {
-    const auto& s = p.shape;
+    const auto& w = p.in("weights");
+    std::vector<double> wt(w.as<float>(), w.as<float>() + w.count);
+    return ffn_exact(p.shape, {p.in("x").as<float>(), p.in("experts").as<std::int32_t>(), wt.data(),
+                               p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>()},
+                     kept);
+}
+
+std::vector<double> ffn_exact(const Shape& s, const FfnInputs& in, const std::vector<char>& kept) {
     const long T = s["tokens"], d = s["d_model"], f = s["d_ff"];
     const int E = int(s["experts"]), k = int(s["top_k"]);
-    const float* x = p.in("x").as<float>();
-    const std::int32_t* ex = p.in("experts").as<std::int32_t>();
-    const float* wt = p.in("weights").as<float>();
-    const float *G = p.in("w_gate").as<float>(), *U = p.in("w_up").as<float>(), *D = p.in("w_down").as<float>();
+    const float* x = in.x;
+    const std::int32_t* ex = in.experts;
+    const double* wt = in.weights;
+    const float *G = in.gate, *U = in.up, *D = in.down;
     // Each expert's assignments, in blocks of up to 16 tokens: a block reads
     // the expert's weights once (plain fp64 loops, but not 3 d d_ff weights
     // per token).
     constexpr long B = 16;
-    std::vector<std::vector<long>> mine(std::size_t(E));
+    std::vector<std::vector<long>> mine(static_cast<std::size_t>(E));
     for (long a = 0; a < T * k; ++a)
         if (kept.empty() || kept[std::size_t(a)]) mine[std::size_t(ex[a])].push_back(a);
     std::vector<std::pair<int, long>> blocks;  // (expert, first index into mine[e])
     for (int e = 0; e < E; ++e)
         for (long i = 0; i < long(mine[std::size_t(e)].size()); i += B) blocks.push_back({e, i});
-    std::vector<double> out(std::size_t(T * k * d), 0.0);  // w FFN_e(x) per assignment
+    std::vector<double> out(static_cast<std::size_t>(T * k * d), 0.0);  // w FFN_e(x) per assignment
 #pragma omp parallel
     {
-        std::vector<double> a(std::size_t(B * f)), b(std::size_t(B * f)), h(std::size_t(B * f));
+        std::vector<double> a(static_cast<std::size_t>(B * f)), b(std::size_t(B * f)), h(std::size_t(B * f));
 #pragma omp for schedule(dynamic, 1)
         for (long bi = 0; bi < long(blocks.size()); ++bi) {
             const auto [e, first] = blocks[std::size_t(bi)];
@@ -88,11 +95,11 @@ std::vector<double> ffn_exact(const Problem& p, const std::vector<char>& kept) {
                     const float* dw = D + (e * f + c) * d;
                     for (long j = 0; j < d; ++j) o[j] += hv * double(dw[j]);
                 }
-                for (long j = 0; j < d; ++j) o[j] *= double(wt[asg]);
+                for (long j = 0; j < d; ++j) o[j] *= wt[asg];
             }
         }
     }
-    std::vector<double> y(std::size_t(T * d));
+    std::vector<double> y(static_cast<std::size_t>(T * d));
 #pragma omp parallel for schedule(static)
     for (long t = 0; t < T; ++t)
         for (long j = 0; j < d; ++j) {
@@ -116,7 +123,7 @@ std::vector<long> expert_loads(const Problem& p, long capacity) {
     const int E = int(s["experts"]), k = int(s["top_k"]);
     const std::int32_t* ex = p.in("experts").as<std::int32_t>();
     const auto kept = kept_assignments(ex, s["tokens"], k, E, capacity);
-    std::vector<long> load(std::size_t(E), 0);
+    std::vector<long> load(static_cast<std::size_t>(E), 0);
     for (long a = 0; a < s["tokens"] * k; ++a) load[std::size_t(ex[a])] += kept[std::size_t(a)];
     return load;
 }

@@ -52,7 +52,7 @@ Routing route_exact(const float* x, const float* w_router, const float* bias, lo
     r.probs.resize(std::size_t(T * E));
 #pragma omp parallel for schedule(static)
     for (long t = 0; t < T; ++t) {
-        std::vector<double> l(std::size_t(E));
+        std::vector<double> l(static_cast<std::size_t>(E));
         for (int e = 0; e < E; ++e) {
             double acc = bias[e];
             for (long i = 0; i < d; ++i) acc += double(x[t * d + i]) * double(w_router[i * E + e]);
@@ -63,7 +63,7 @@ Routing route_exact(const float* x, const float* w_router, const float* bias, lo
         for (int e = 0; e < E; ++e) sum += std::exp(l[std::size_t(e)] - m);
         for (int e = 0; e < E; ++e) r.probs[std::size_t(t * E + e)] = std::exp(l[std::size_t(e)] - m) / sum;
         // A stable sort by descending logit keeps equal logits in index order.
-        std::vector<int> order(std::size_t(E));
+        std::vector<int> order(static_cast<std::size_t>(E));
         for (int e = 0; e < E; ++e) order[std::size_t(e)] = e;
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[std::size_t(a)] > l[std::size_t(b)]; });
         double top = 0;
@@ -120,7 +120,7 @@ std::map<std::string, double> route_counters(const Problem& p) {
     // the indices counted are the variant's own).
     Routing r = route_exact(p.in("x").as<float>(), p.in("w_router").as<float>(), p.in("bias").as<float>(), T,
                             s["d_model"], E, k);
-    std::vector<double> f(std::size_t(E), 0), P(std::size_t(E), 0);
+    std::vector<double> f(static_cast<std::size_t>(E), 0), P(std::size_t(E), 0);
     for (long i = 0; i < T * k; ++i)
         if (ex[i] >= 0 && ex[i] < E) f[std::size_t(ex[i])] += 1;
     for (long t = 0; t < T; ++t)
@@ -149,8 +149,8 @@ Instance prepare_naive(Problem& p) {
     inst.run = [=] {
 #pragma omp parallel
         {
-            std::vector<float> l(std::size_t(E)), prob(std::size_t(E));
-            std::vector<char> taken(std::size_t(E));
+            std::vector<float> l(static_cast<std::size_t>(E)), prob(static_cast<std::size_t>(E));
+            std::vector<char> taken(static_cast<std::size_t>(E));
 #pragma omp for schedule(static)
             for (long t = 0; t < T; ++t) {
                 float m = -INFINITY, sum = 0;
