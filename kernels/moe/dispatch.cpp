@@ -51,7 +51,11 @@ void expert_ffn(const Experts& w, int e, const float* X, long rows, float* Y, fl
     using gemm::View;
     gemm(View::rows(X, d), View::rows(gate, f), a, f, int(rows), int(f), int(d), false);
     gemm(View::rows(X, d), View::rows(up, f), b, f, int(rows), int(f), int(d), false);
-    model::cpu::swiglu_forward(a, b, h, rows * f);
+    // Row by row: the kernel's vector body and scalar tail then fall on the
+    // same columns whatever the block's size, so a row's result does not
+    // depend on which block it sits in (dense_masked's T rows or an expert's).
+#pragma omp parallel for schedule(static) if (!serial && rows * f > 16384)
+    for (long r = 0; r < rows; ++r) model::cpu::swiglu_forward(a + r * f, b + r * f, h + r * f, f);
     gemm(View::rows(h, f), View::rows(down, d), Y, d, int(rows), int(d), int(f), false);
 }
 

@@ -22,6 +22,9 @@
 // rank times the same number of calls (Instance::agree_estimate: rank 0's
 // warm-up estimate sizes every rank's batches).
 #ifdef MEMWALL_HAVE_MPI
+// The C API only (Open MPI would otherwise pull in its deprecated C++ bindings).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>

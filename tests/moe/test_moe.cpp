@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "harness/check.hpp"
+#include "harness/inputs.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "reference/moe/moe.hpp"
@@ -149,7 +150,7 @@ TEST(MoeFfnOwn, OneExpertIsTheDenseSwigluMlp) {
     // y = x + (silu(x G) * (x U)) D, in fp64, by this file.
     std::vector<double> want(std::size_t(T * d));
     for (long t = 0; t < T; ++t) {
-        std::vector<double> h(std::size_t(f));
+        std::vector<double> h(static_cast<std::size_t>(f));
         for (long c = 0; c < f; ++c) {
             double a = 0, b = 0;
             for (long i = 0; i < d; ++i) a += double(x[t * d + i]) * G[i * f + c], b += double(x[t * d + i]) * U[i * f + c];
