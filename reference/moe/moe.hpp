@@ -53,6 +53,10 @@
 //                                                            moe_ffn's dense_masked
 //   optimized/moe/moe_layer_sorted_grouped.cpp          1  sorted_grouped: router GEMM, then moe_ffn's rung 2
 //                                                            (level 08's exercise is graded against it)
+// (CUDA; kernels in kernels/moe/moe.cuh, run under cuda-emu in the tests)
+//   reference/moe/moe_route.cu                       rung 0  naive: a thread per token, route.hpp's rule on the device
+//   reference/moe/moe_ffn.cu                         rung 0  sorted_grouped: device counting sort, permute, grouped
+//                                                            GEMM launches (16x16 tiles), SwiGLU, weighted unpermute
 // The dispatch machinery (counting sort, permute, expert block, combine) has
 // one home: kernels/moe/dispatch.hpp; a token's top-k and weights another,
 // kernels/moe/route.hpp.

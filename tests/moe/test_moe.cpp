@@ -1,10 +1,11 @@
 // The MoE routing lever (reference/moe/moe.hpp), CPU rungs:
 //
-//   MoeRoute/MoeFfn...     every rung of moe_route and moe_ffn against its
+//   Moe{Cpu,Cuda,Emu}      every rung of moe_route, moe_ffn and moe_layer against its
 //                          oracle (the capacity rung against the drop rule in
 //                          fp64) at odd shapes first: one token, 7/33/127/129
 //                          tokens, widths inside a vector, one expert, k = 1, 2,
-//                          3, a skewed router with tight capacity;
+//                          3, a skewed router with tight capacity; the CUDA
+//                          kernels (kernels/moe/moe.cuh) under cuda-emu;
 //   MoeRouteTies           all-equal logits: the stated rule (lower index first)
 //                          and equal weights, from this file's own expectation;
 //   MoeFfnOwn              equivalences: one expert = the dense SwiGLU MLP (this
@@ -40,10 +41,21 @@ Shape ffn_shape(long T, long d, long f, long E, long k, long cap = 125, long ske
              {"skew", skew}}};
 }
 
-std::vector<Shape> shapes_of(const std::string& op, bool) {
+Shape layer_shape(long T, long d, long f, long E, long k, long skew = 0) {
+    return {{{"tokens", T}, {"d_model", d}, {"d_ff", f}, {"experts", E}, {"top_k", k}, {"skew", skew}}};
+}
+
+std::vector<Shape> shapes_of(const std::string& op, bool emulated) {
+    if (emulated) {  // every CUDA thread is a fiber: small, still odd
+        if (op == "moe_route") return {route_shape(1, 1, 1, 1), route_shape(33, 7, 5, 2), route_shape(129, 17, 16, 3, 8)};
+        return {ffn_shape(1, 7, 9, 3, 2), ffn_shape(33, 17, 24, 5, 2), ffn_shape(40, 16, 33, 8, 1, 125, 8)};
+    }
     if (op == "moe_route")
         return {route_shape(1, 1, 1, 1), route_shape(7, 7, 3, 2), route_shape(33, 33, 8, 1),
                 route_shape(127, 64, 5, 3), route_shape(129, 129, 16, 2, 8)};
+    if (op == "moe_layer")
+        return {layer_shape(1, 1, 1, 1, 1), layer_shape(7, 7, 9, 3, 2), layer_shape(127, 33, 40, 8, 2, 8),
+                layer_shape(129, 16, 33, 4, 1)};
     return {ffn_shape(1, 7, 33, 3, 2), ffn_shape(7, 1, 1, 1, 1), ffn_shape(33, 33, 7, 8, 1),
             ffn_shape(127, 64, 129, 5, 2, 100), ffn_shape(129, 33, 65, 8, 2, 100, 8),
             ffn_shape(129, 16, 24, 4, 3, 50, 4)};
@@ -52,7 +64,7 @@ std::vector<Shape> shapes_of(const std::string& op, bool) {
 // Every CPU variant that runs in one process (expert_parallel runs under
 // mpirun: tests/moe/CMakeLists.txt).
 std::vector<mw::test::Case> moe_cases(mw::Backend b) {
-    auto all = mw::test::cases({"moe_route", "moe_ffn"}, b, shapes_of);
+    auto all = mw::test::cases({"moe_route", "moe_ffn", "moe_layer"}, b, shapes_of);
     std::erase_if(all, [](const mw::test::Case& c) {
         const auto& n = c.variant->needs;
         return std::find(n.begin(), n.end(), "mpi") != n.end();
