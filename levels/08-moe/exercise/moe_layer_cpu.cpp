@@ -21,8 +21,9 @@
 //
 // Correctness is judged against the op's fp64 oracle on odd shapes (one
 // token, widths that end inside a vector, one expert, k = 1 to 3, a skewed
-// router). Then speed at T = 2048, d = 256, d_ff = 704, E = 8, k = 2 on 2
-// threads, relative to the project's sorted_grouped rung
+// router). Then speed at T = 1024, d = 512, d_ff = 1408, E = 8, k = 2 on 2
+// threads (69 MB of expert weights: more than the L3), relative to the
+// project's sorted_grouped rung
 // (optimized/moe/moe_layer_sorted_grouped.cpp, which multiplies with a packed
 // SIMD GEMM: full speed marks need a fair share of its rate, see level.json).
 //
