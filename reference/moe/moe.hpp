@@ -62,7 +62,7 @@
 // kernels/moe/route.hpp.
 //
 // Run:   memwall run moe_route --shape top_k=1 --shape top_k=2
-//        memwall run moe_ffn --variant dense_masked,sorted_grouped,capacity
+//        memwall run moe_ffn --variant sorted_grouped --variant capacity   (dense_masked runs too)
 //        memwall run moe_ffn --variant capacity --shape skew=8,capacity_pct=100 --shape skew=8,capacity_pct=125
 //        mpirun -n 2 memwall run moe_ffn --variant expert_parallel --skip-naive --threads 1
 #pragma once
