@@ -242,6 +242,10 @@ int cli_main(int argc, char** argv) {
                     if (r.value("ran", false) && !r["correct"].get<bool>()) return true;
                 return false;
             };
+            // Under mpirun every rank runs the plan (collective variants need
+            // them all); only rank 0 prints and writes.
+            const bool reporter = launch_rank() == 0;
+            std::ostream quiet(nullptr);
             if (!out_dir.empty()) {
                 // One process, one file per lever, written when the lever is done.
                 RunProgress job;
@@ -254,19 +258,21 @@ int cli_main(int argc, char** argv) {
                     std::vector<RunPlan> mine;
                     for (auto& p : plans)
                         if (p.op->lever == lever) mine.push_back(p);
-                    auto doc = run_plans(mine, req, c, std::cout, &job);
+                    auto doc = run_plans(mine, req, c, reporter ? std::cout : quiet, &job);
                     any_failed = any_failed || failed(doc);
+                    if (!reporter) continue;
                     const fs::path out = fs::path(out_dir) / (lever + "-" + to_string(req.backend) + ".json");
                     write_json_atomic(out, doc);
                     write_file_atomic(fs::path(out).replace_extension(".md"), report_markdown(doc));
                     write_file_atomic(fs::path(out).replace_extension(".csv"), report_csv(doc));
                     std::cout << "results: " << out.string() << " (+ .md, .csv)\n";
                 }
-                if (any_failed) std::cerr << "memwall: at least one variant is INCORRECT (see check_message)\n";
+                if (any_failed && reporter) std::cerr << "memwall: at least one variant is INCORRECT (see check_message)\n";
                 return any_failed ? 1 : 0;
             }
-            auto doc = run_plans(plans, req, c, std::cout);
+            auto doc = run_plans(plans, req, c, reporter ? std::cout : quiet);
             const bool all_ok = !failed(doc);
+            if (!reporter) return all_ok ? 0 : 1;
             if (!out_path.empty()) {
                 fs::path out(out_path);
                 write_json_atomic(out, doc);

@@ -218,6 +218,17 @@ bool cpu_feature(const std::string& f) {
 }
 }  // namespace
 
+namespace {
+int env_int(std::initializer_list<const char*> names, int fallback) {
+    for (const char* n : names)
+        if (const char* v = std::getenv(n); v && *v) return std::atoi(v);
+    return fallback;
+}
+}  // namespace
+
+int launch_rank() { return env_int({"OMPI_COMM_WORLD_RANK", "PMI_RANK"}, 0); }
+int launch_size() { return env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1); }
+
 bool runnable_here(const Variant& v, std::string* why) {
     auto fail = [&](std::string s) {
         if (why) *why = std::move(s);
@@ -230,6 +241,9 @@ bool runnable_here(const Variant& v, std::string* why) {
             if (gpu_count() == 0) return fail("needs a GPU: " + gpu_absent_reason());
         } else if (r == "tensor_cores" || r == "ptx" || r == "cp.async" || r == "tma") {
             if (v.backend == Backend::cuda_emu) return fail("WAIVED on cuda-emu: needs " + r);
+        } else if (r == "mpi") {
+            if (launch_size() < 2)
+                return fail("needs MPI processes: start it as `mpirun -n P memwall run ...` with P >= 2");
         } else if (r.rfind("sm_", 0) == 0) {
             // checked by the CUDA glue at prepare time (compute capability)
         } else if (!cpu_feature(r)) {

@@ -186,6 +186,11 @@ struct Instance {
     // say (a batch size over time, the ids of rejected requests). Names as
     // for counters.
     std::function<std::map<std::string, std::vector<double>>()> series;
+    // Multi-process variants (MPI) only: every call is collective, so every
+    // process must make the same number of timed calls. Given this process's
+    // warm-up estimate of one call, returns the one every process uses (rank
+    // 0's, broadcast). Null: the process decides alone.
+    std::function<double(double)> agree_estimate;
 };
 
 struct Variant {
@@ -239,6 +244,12 @@ const std::vector<Variant>& variants();
 const Op* find_op(std::string_view name);
 std::vector<std::string> lever_names();  // sorted, unique
 std::vector<const Variant*> variants_of(std::string_view op, std::optional<Backend> backend = {});
+
+// The process's rank and the number of processes when started by mpirun
+// (Open MPI's or MPICH's environment), else 0 and 1. A variant that needs
+// "mpi" runs only with 2 or more; under mpirun only rank 0 reports.
+int launch_rank();
+int launch_size();
 
 // Whether this machine can run the variant; if not, `why` says what is missing.
 bool runnable_here(const Variant& v, std::string* why = nullptr);

@@ -94,6 +94,7 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
     double est = time_once(inst);
     if (opts.estimate_s > 0) est = std::min(est, opts.estimate_s);
     est = std::max(est, 1e-9);
+    if (inst.agree_estimate) est = inst.agree_estimate(est);  // MPI: every rank sizes its batches alike
     const int iters = opts.cold ? 1 : std::max(1, static_cast<int>(std::ceil(opts.min_sample_s / est)));
     const int samples = std::clamp(static_cast<int>(opts.budget_s / (est * iters)), opts.min_samples, opts.max_samples);
 
