@@ -160,7 +160,9 @@ bool has_pngcairo() {
     static int cached = -1;
     if (cached < 0) {
         cached = 0;
-        if (FILE* p = popen("gnuplot -e 'set terminal' 2>&1", "r")) {
+        // stdin from /dev/null: on a terminal (a shell, a pty-driven Jupyter kernel) gnuplot
+        // pages this list and waits for Return, unseen, since its output is our pipe.
+        if (FILE* p = popen("gnuplot -e 'set terminal' </dev/null 2>&1", "r")) {
             char buf[512];
             while (std::fgets(buf, sizeof buf, p))
                 if (std::string(buf).find("pngcairo") != std::string::npos) cached = 1;
