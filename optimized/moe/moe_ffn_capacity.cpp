@@ -18,14 +18,8 @@ namespace mw::moe {
 namespace {
 
 Instance prepare_capacity(Problem& p) {
-    const long T = p.shape["tokens"], d = p.shape["d_model"], f = p.shape["d_ff"];
-    const int E = int(p.shape["experts"]), k = int(p.shape["top_k"]);
+    const auto [T, d, f, E, k, x, ex, wt, w, y] = ffn_args(p);
     const long C = expert_capacity(p.shape);
-    const float* x = p.in("x").as<float>();
-    const std::int32_t* ex = p.in("experts").as<std::int32_t>();
-    const float* wt = p.in("weights").as<float>();
-    const Experts w{p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>(), d, f};
-    float* y = p.out("y").as<float>();
     auto buf = std::make_shared<GroupedBuffers>();
     auto dropped = std::make_shared<std::int64_t>(0);
     Instance inst;

@@ -43,13 +43,7 @@ Dispatch sorted_grouped_ffn(const float* x, const std::int32_t* experts, const f
 namespace {
 
 Instance prepare_sorted_grouped(Problem& p) {
-    const long T = p.shape["tokens"], d = p.shape["d_model"], f = p.shape["d_ff"];
-    const int E = int(p.shape["experts"]), k = int(p.shape["top_k"]);
-    const float* x = p.in("x").as<float>();
-    const std::int32_t* ex = p.in("experts").as<std::int32_t>();
-    const float* wt = p.in("weights").as<float>();
-    const Experts w{p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>(), d, f};
-    float* y = p.out("y").as<float>();
+    const auto [T, d, f, E, k, x, ex, wt, w, y] = ffn_args(p);
     auto buf = std::make_shared<GroupedBuffers>();
     Instance inst;
     inst.run = [=] { sorted_grouped_ffn(x, ex, wt, w, T, k, E, -1, y, *buf); };

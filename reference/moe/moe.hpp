@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "harness/registry.hpp"
+#include "kernels/moe/dispatch.hpp"
 
 namespace mw::moe {
 
@@ -119,6 +120,18 @@ double ffn_useful_flops(const Shape& s);
 double ffn_weight_bytes(const Shape& s);
 // Activations in and out and the routing: x, y, experts, weights.
 double ffn_activation_bytes(const Shape& s);
+
+// moe_ffn's shape and buffers as the rungs use them.
+struct FfnArgs {
+    long T, d, f;
+    int E, k;
+    const float* x;
+    const std::int32_t* experts;
+    const float* weights;
+    Experts w;
+    float* y;
+};
+FfnArgs ffn_args(Problem& p);
 
 // Loads of the routing in `p` (rows per expert, after the drop rule).
 std::vector<long> expert_loads(const Problem& p, long capacity);

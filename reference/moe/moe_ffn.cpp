@@ -186,14 +186,20 @@ std::string validate_ffn(const Shape& s) {
     return {};
 }
 
+}  // namespace
+
+FfnArgs ffn_args(Problem& p) {
+    const long d = p.shape["d_model"], f = p.shape["d_ff"];
+    return {p.shape["tokens"], d, f, int(p.shape["experts"]), int(p.shape["top_k"]),
+            p.in("x").as<float>(), p.in("experts").as<std::int32_t>(), p.in("weights").as<float>(),
+            Experts{p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>(), d, f},
+            p.out("y").as<float>()};
+}
+
+namespace {
+
 Instance prepare_dense_masked(Problem& p) {
-    const long T = p.shape["tokens"], d = p.shape["d_model"], f = p.shape["d_ff"];
-    const int E = int(p.shape["experts"]), k = int(p.shape["top_k"]);
-    const float* x = p.in("x").as<float>();
-    const std::int32_t* ex = p.in("experts").as<std::int32_t>();
-    const float* wt = p.in("weights").as<float>();
-    const Experts w{p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>(), d, f};
-    float* y = p.out("y").as<float>();
+    const auto [T, d, f, E, k, x, ex, wt, w, y] = ffn_args(p);
     auto scratch = std::make_shared<std::vector<float>>(std::size_t(3 * T * f + T * d));
     Instance inst;
     inst.run = [=] {
