@@ -9,26 +9,16 @@
 #include <filesystem>
 #include <memory>
 
+#include "tests/run_memwall.hpp"
 #include "harness/gpu.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string output;  // stdout + stderr
-};
+using mw::test::Result;
 
-Result memwall(const std::string& args) {
-    std::string cmd = std::string(MEMWALL_BIN) + " " + args + " 2>&1";
-    std::array<char, 512> buf{};
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-    int st = pclose(p);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+Result memwall(const std::string& args) { return mw::test::run_memwall(args); }
 
 fs::path out_file() { return fs::temp_directory_path() / ("memwall-cli-" + std::to_string(::getpid()) + ".json"); }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/run_memwall.hpp"
 #include "harness/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
 #include "reference/vectorization/gemm.hpp"
@@ -25,20 +26,9 @@ namespace {
 
 const fs::path kRoot = MEMWALL_SOURCE_DIR;
 
-struct Result {
-    int status;
-    std::string output;
-};
+using mw::test::Result;
 
-Result memwall(const std::string& args) {
-    const std::string cmd = "MEMWALL_SOURCE_DIR=" + kRoot.string() + " " + MEMWALL_BIN + " " + args + " 2>&1";
-    std::array<char, 512> buf{};
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-    const int st = pclose(p);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+Result memwall(const std::string& args) { return mw::test::run_memwall(args, "MEMWALL_SOURCE_DIR=" + kRoot.string()); }
 
 fs::path tmp(const std::string& name) {
     return fs::temp_directory_path() / ("memwall-lesson-" + std::to_string(::getpid()) + "-" + name);

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/run_memwall.hpp"
 #include "harness/results.hpp"
 
 namespace fs = std::filesystem;
@@ -24,20 +25,9 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string output;
-};
+using mw::test::Result;
 
-Result memwall(const std::string& args) {
-    std::string cmd = std::string(MEMWALL_BIN) + " " + args + " 2>&1";
-    std::array<char, 512> buf{};
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-    const int st = pclose(p);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+Result memwall(const std::string& args) { return mw::test::run_memwall(args); }
 
 std::string slurp(const fs::path& p) {
     std::ifstream f(p, std::ios::binary);
