@@ -97,7 +97,8 @@ for p in sorted(glob.glob(os.path.join(out, "*-cpu.json"))):
         intensity = r["flops"] / compulsory if compulsory else 0
         if r.get("role") != "reference" or not r.get("ran", True) or intensity >= ridge:
             continue
-        ws = r.get("problem_bytes") or compulsory
+        # The op's own buffers or the bytes it must read (weights, caches), whichever is larger.
+        ws = max(r.get("problem_bytes") or 0, compulsory)
         verdict = "exceeds" if ws > l3 else "fits in"
         print(f"  {r['op']:14s} memory-bound (FLOP/B {intensity:.3g} < ridge {ridge:.3g}): {size(ws)} {verdict} "
               f"the {size(l3)} L3" + ("" if ws > l3 else ": its times are the L3's, not DRAM's"))
