@@ -174,13 +174,23 @@ bool has_pngcairo() {
 
 // Terminal lines for the two outputs of a figure; the script draws once for
 // SVG, switches terminal and replots for PNG.
-std::string svg_terminal(const std::string& stem) {
-    return "set terminal svg size 1280,800 dynamic noenhanced font 'Sans,13' background '#ffffff'\n"
-           "set output '" + stem + ".svg'\n";
+// A figure's canvas: the roofline is shown full width; bar charts sit two
+// to a row (on the HTML page, in markdown viewers), so they get a smaller
+// canvas and their text keeps a readable size when scaled down.
+struct Canvas {
+    const char* size;
+    int svg_font, png_font;
+};
+constexpr Canvas kWide{"1280,800", 13, 11};
+constexpr Canvas kHalf{"880,680", 15, 13};
+
+std::string svg_terminal(const std::string& stem, const Canvas& c = kWide) {
+    return std::string("set terminal svg size ") + c.size + " dynamic noenhanced font 'Sans," +
+           std::to_string(c.svg_font) + "' background '#ffffff'\nset output '" + stem + ".svg'\n";
 }
-std::string png_terminal(const std::string& stem) {
-    std::string term = has_pngcairo() ? "pngcairo size 1280,800 noenhanced font 'Sans,11'"
-                                      : "png size 1280,800 noenhanced font 'Sans,11'";
+std::string png_terminal(const std::string& stem, const Canvas& c = kWide) {
+    const std::string term = std::string(has_pngcairo() ? "pngcairo" : "png") + " size " + c.size +
+                             " noenhanced font 'Sans," + std::to_string(c.png_font) + "'";
     return "set terminal " + term + "\nset output '" + stem + ".png'\nreplot\nunset output\n";
 }
 
@@ -550,7 +560,7 @@ void draw_bars(const BarChart& c, const Group& grp, const fs::path& dir, std::ve
     std::ostringstream s;
     s << "# " << c.what << " of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
       << "), written by `memwall plot`.\n# Redraw with: gnuplot " << c.stem << ".gp\n";
-    s << svg_terminal(c.stem);
+    s << svg_terminal(c.stem, kHalf);
     s << "set title " << q(c.title) << "\n";
     s << "set ylabel '" << c.ylabel << "'\nset xlabel 'variant (rung: name)'\n";
     s << "set xrange [-0.6:" << g(c.bars.size() - 0.4) << "]\n";
@@ -559,7 +569,7 @@ void draw_bars(const BarChart& c, const Group& grp, const fs::path& dir, std::ve
     s << "set yrange [" << g(ybottom) << ":" << g(ytop) << "]\n";
     s << "set grid ytics lc rgb '#e5e5e5'\nset xtics rotate by 25 right nomirror\nset key off\n";
     s << "set style fill solid 0.9 border lc rgb '#333333'\n";
-    s << "set bmargin 9\nset rmargin 4\nset lmargin 12\n";
+    s << "set bmargin 7\nset rmargin 4\nset lmargin 12\n";
     if (c.reference > 0)
         s << "set arrow from graph 0, first " << g(c.reference) << " to graph 1, first " << g(c.reference)
           << " nohead lw 1.5 dt 2 lc rgb '#555555' back\n";
@@ -569,15 +579,31 @@ void draw_bars(const BarChart& c, const Group& grp, const fs::path& dir, std::ve
     // Bars as explicit boxes so a log axis gets a proper floor.
     s << "plot '" << c.stem << ".dat' using 1:2:($1-0.35):($1+0.35):(" << (logy ? g(ybottom) : "0")
       << "):2:3:xtic(5) with boxxyerror lc rgb variable, \\\n"
-      << "     '' using 1:2:4 with labels offset 0,0.8 font ',12'\n";
-    s << png_terminal(c.stem);
+      << "     '' using 1:2:4 with labels offset 0,0.8 font ',13'\n";
+    s << png_terminal(c.stem, kHalf);
     write_file(dir / (c.stem + ".gp"), s.str(), written);
     run_gnuplot(dir, c.stem + ".gp");
     if (written) written->push_back(dir / (c.stem + ".svg")), written->push_back(dir / (c.stem + ".png"));
 }
 
+// Breaks a comma-separated list into lines of at most `width` characters
+// (a half-width chart has no room for a long shape on one line).
+std::string wrap_commas(const std::string& text, std::size_t width) {
+    std::string out, line;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(',', start);
+        const std::string piece = text.substr(start, end == std::string::npos ? std::string::npos : end - start + 1);
+        if (!line.empty() && line.size() + piece.size() > width) out += line + "\n", line.clear();
+        line += piece;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return out + line;
+}
+
 std::string chart_title(const std::string& what, const Group& grp) {
-    return what + ": " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " + grp.shape + ")";
+    return what + ": " + grp.lever + " / " + grp.op + "\n" + wrap_commas("(" + grp.backend + ", " + grp.shape + ")", 64);
 }
 
 void plot_speedup(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {
@@ -586,7 +612,7 @@ void plot_speedup(const json& results, const Group& grp, const fs::path& dir, st
         if (r.speedup > 0) c.bars.push_back({&r, r.speedup, fmt(r.speedup) + "x"});
     if (c.bars.empty()) return;
     c.title = chart_title("Speedup over naive", grp) + "\n" + machine_line(results, grp) +
-              "  |  from best-of-N times measured in the same run";
+              "\nfrom best-of-N times measured in the same run";
     draw_bars(c, grp, dir, written);
 }
 
@@ -605,7 +631,7 @@ void plot_memory(const json& results, const Group& grp, const fs::path& dir, std
     }
     if (c.bars.empty()) return;
     c.title = chart_title("Peak memory", grp) + "\n" + machine_line(results, grp) +
-              "  |  inputs + outputs + the variant's peak extra over prepare and one call";
+              "\ninputs + outputs + the variant's peak extra over prepare and one call";
     draw_bars(c, grp, dir, written);
 }
 

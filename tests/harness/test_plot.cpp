@@ -81,4 +81,38 @@ TEST(Plot, OlderResultsGetNoMemoryChart) {
     fs::remove_all(dir);
 }
 
+// Bar charts sit two to a row (the HTML page, markdown viewers): a long shape
+// in their title is broken at commas so that no line runs off the canvas.
+TEST(Plot, BarChartTitlesWrapALongShape) {
+    if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
+    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/epyc-kvm-2c/moe-moe_ffn.json");
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-wrap-" + std::to_string(::getpid()));
+    std::vector<fs::path> written;
+    mw::plot_results(doc, dir, &written);
+    int charts = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string chart = entry.path().filename().string();
+        if (entry.path().extension() != ".svg" ||
+            (chart.rfind("speedup-moe-moe_ffn-cpu", 0) != 0 && chart.rfind("memory-moe-moe_ffn-cpu", 0) != 0))
+            continue;
+        ++charts;
+        std::ifstream svg(entry.path());
+        const std::string text((std::istreambuf_iterator<char>(svg)), {});
+        std::string shape_text;
+        // gnuplot writes each line of a title as one <text> element.
+        for (std::size_t close = text.find("</text>"); close != std::string::npos;
+             close = text.find("</text>", close + 1)) {
+            const std::size_t open = text.rfind('>', close - 1);
+            const std::string line = text.substr(open + 1, close - open - 1);
+            if (line.find("d_model=") == std::string::npos && line.find("top_k=") == std::string::npos) continue;
+            EXPECT_LE(line.size(), 64u) << chart << ": " << line;
+            shape_text += line;
+        }
+        for (const char* axis : {"tokens=", "d_model=", "d_ff=", "experts=", "top_k="})
+            EXPECT_NE(shape_text.find(axis), std::string::npos) << chart << " title lacks " << axis;
+    }
+    EXPECT_GE(charts, 2);
+    fs::remove_all(dir);
+}
+
 }  // namespace
