@@ -23,6 +23,12 @@
 // fails on a cell that prints nothing, so every cell of these notebooks ends
 // in one that does (mwnb::note for cells that only define functions).
 //
+// clang-repl runs the initializers of a cell's const globals before the
+// cell's statements (clang-repl-19: `f(); const bool b = g();` calls g first),
+// so a global whose initializer does something that must follow an earlier
+// statement of its cell is declared non-const (`bool quick = mwnb::quick();`,
+// `std::string ceilings = mwnb::calibrate();` after setenv and configure()).
+//
 // Images are shown with xeus-cling's display mechanism: xcpp::display(img)
 // finds mwnb::mime_bundle_repr(const Image&) by argument-dependent lookup
 // (ci/include/xcpp/xdisplay.hpp stands in for it under clang-repl and g++).
@@ -78,7 +84,7 @@ void configure(const std::string& build_dir = default_build_dir(), const std::st
 bool quick();
 
 // Prints `text` on a line of its own and returns true: for a cell that only
-// defines functions, as `const bool x_defined = mwnb::note("...");`.
+// defines functions, as `bool x_defined = mwnb::note("...");`.
 bool note(const std::string& text);
 std::string memwall_binary();
 std::string work_path(const std::string& name);
