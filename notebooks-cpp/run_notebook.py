@@ -174,6 +174,17 @@ def to_nb_outputs(items):
     return out
 
 
+def relative_paths(outputs, build_dir, nb_dir):
+    """The build tree named relative to the notebook's folder in stored outputs
+    (../build-cpu, as MEMWALL_BUILD_DIR=../build-cpu would print it), so that no
+    absolute path of the machine that ran it is committed."""
+    rel = os.path.relpath(build_dir, nb_dir)
+    for items in outputs.values():
+        for i, (kind, payload) in enumerate(items):
+            if kind == "text":
+                items[i] = (kind, payload.replace(build_dir, rel))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebook")
@@ -229,6 +240,7 @@ def main():
             print(f"run_notebook: {os.path.basename(nb_path)} FAILED at {where}", file=sys.stderr)
             return 1
         if args.write_outputs:
+            relative_paths(outputs, build_dir, os.path.dirname(nb_path))
             cells = nb["cells"]
             for n, idx in enumerate(code_cells):
                 cells[idx]["outputs"] = to_nb_outputs(outputs.get(n, []))
