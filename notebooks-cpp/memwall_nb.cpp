@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,8 +17,10 @@ namespace mwnb {
 
 namespace {
 
-std::string g_build = "../build";
-std::string g_work = "nb-work";
+std::string g_build = default_build_dir();
+std::string g_work = default_work_dir();
+// What this session ran, for summary().
+int g_steps = 0, g_steps_correct = 0, g_runs = 0, g_runs_correct = 0;
 
 std::string quote(const std::string& s) {
     std::string q = "'";
@@ -53,6 +56,23 @@ void configure(const std::string& build_dir, const std::string& work_dir) {
         throw std::runtime_error("no memwall binary at " + memwall_binary() +
                                  "; build the project first (cmake --preset release && cmake --build --preset release)");
     ::mkdir(g_work.c_str(), 0755);
+    std::printf("memwall_nb: build tree %s, files in %s\n", g_build.c_str(), g_work.c_str());
+    std::fflush(stdout);
+}
+
+bool quick() {
+    const char* e = std::getenv("MEMWALL_NB_QUICK");
+    const bool q = e && std::string(e) == "1";
+    std::printf("memwall_nb: %s\n", q ? "quick shapes and short timing (MEMWALL_NB_QUICK=1)"
+                                        : "the lesson's shapes (set MEMWALL_NB_QUICK=1 for quick ones)");
+    std::fflush(stdout);
+    return q;
+}
+
+bool note(const std::string& text) {
+    std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
+    return true;
 }
 
 std::string memwall_binary() { return g_build + "/memwall"; }
@@ -81,7 +101,12 @@ void memwall(const std::string& args) {
 nlohmann::json run_json(const std::string& args, const std::string& name) {
     const std::string path = work_path(name);
     memwall(args + " --out " + quote(path));
-    return read_json(path);
+    auto doc = read_json(path);
+    for (const auto& r : doc.value("runs", nlohmann::json::array())) {
+        ++g_runs;
+        g_runs_correct += r.value("correct", false) ? 1 : 0;
+    }
+    return doc;
 }
 
 std::string calibrate() {
@@ -107,12 +132,16 @@ Step run_step(const std::string& level, int step, bool quick) {
     out.predicted_gflops = num(s, "predicted_gflops");
     out.measured_gflops = num(s, "measured_gflops");
     out.recorded_gflops = num(s, "recorded_gflops");
+    out.predicted_ms = num(s, "predicted_ms");
+    out.measured_ms = num(s, "measured_ms");
     out.speedup_vs_naive = num(s, "speedup_vs_naive");
     out.intensity = num(s, "intensity");
     out.roof_gflops = num(s, "roof_gflops");
     out.fraction_of_roof = num(s, "fraction_of_roof");
     out.correct = s.value("correct", false);
     out.results_file = base + "-results.json";
+    ++g_steps;
+    g_steps_correct += out.correct ? 1 : 0;
     return out;
 }
 
@@ -158,6 +187,41 @@ nlohmann::json mime_bundle_repr(const Image& img) {
     bundle["image/png"] = base64(img.png);
     bundle["text/plain"] = "<image " + img.path + ">";
     return bundle;
+}
+
+void verdict(const Step& s) {
+    std::printf("\n=> %s/%s at %s: %.4g ms per call", s.op.c_str(), s.variant.c_str(), s.shape.c_str(), s.measured_ms);
+    if (s.predicted_ms > 0) std::printf(" (predicted %.4g ms)", s.predicted_ms);
+    if (s.predicted_gflops > 0)
+        std::printf(", %.3g GFLOP/s = %.0f%% of the predicted %.3g", s.measured_gflops,
+                    100 * s.measured_gflops / s.predicted_gflops, s.predicted_gflops);
+    else if (s.measured_gflops > 0)
+        std::printf(", %.3g GFLOP/s", s.measured_gflops);
+    std::printf("; %s\n", s.correct ? "correct" : "INCORRECT");
+    std::fflush(stdout);
+}
+
+void verdicts(const nlohmann::json& results) {
+    for (const auto& r : results.at("runs")) {
+        const double ms = r.contains("time_s") ? 1e3 * num(r["time_s"], "best") : 0;
+        std::printf("=> %s/%s at %s: %.4g ms per call, %.3g GFLOP/s; %s\n", r.value("op", "?").c_str(),
+                    r.value("variant", "?").c_str(), r.value("shape_str", "?").c_str(), ms, num(r, "gflops"),
+                    r.value("correct", false) ? "correct" : "INCORRECT");
+    }
+    std::fflush(stdout);
+}
+
+void summary() {
+    // The machine, from the calibration this session ran (or reused).
+    std::string machine;
+    const std::string ceilings = work_path("ceilings.json");
+    if (exists(ceilings)) {
+        const auto m = read_json(ceilings).value("machine", nlohmann::json::object());
+        machine = " on " + m.value("cpu_model", std::string("?")) + " (" + std::to_string(m.value("cores", 0)) + " cores)";
+    }
+    std::printf("memwall_nb summary: %d steps run, %d correct; %d runs, %d correct%s\n", g_steps, g_steps_correct,
+                g_runs, g_runs_correct, machine.c_str());
+    std::fflush(stdout);
 }
 
 void print_table(const std::vector<Step>& steps) {

@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""Execute an xeus-cling (xcpp17) notebook without xeus-cling.
+"""Execute a C++ notebook of this folder without a Jupyter kernel (the fallback).
 
-xeus-cling is a conda package and is not installed where CI runs, so this
-script turns a notebook's code cells into one C++17 program, compiles it with
-g++ against the build tree, runs it, and fails if any cell fails (compile
-error, non-zero exit, or an exception escaping a cell). With --write-outputs
-it stores each cell's real output (text and images) back into the notebook.
+CI executes the notebooks in the clang_repl Jupyter kernel (nbcheck.py
+execute); where that kernel is not installed, this script turns a notebook's
+code cells into one C++17 program, compiles it with g++ against the build tree,
+runs it, and fails if any cell fails (compile error, non-zero exit, or an
+exception escaping a cell). With --write-outputs it stores each cell's real
+output (text and images) back into the notebook: images survive here, while
+the clang_repl kernel shows text only.
 
-Conventions the notebooks follow (see notebooks-cpp/README.md):
+Conventions the notebooks follow (README.md, "In a notebook"; memwall_nb.hpp):
   * `#pragma cling add_include_path("P")`  -> -I P
     `#pragma cling add_library_path("P")`  -> -L P -Wl,-rpath,P
     `#pragma cling load("libX")`           -> -lX      (relative P: from the notebook's folder)
   * `#include` lines go to file scope, in order.
   * A cell whose first line is `// decl` (functions, structs) goes to file
-    scope whole; every other cell's statements go into main(), in order, so
+    scope whole (its output, from initializers such as mwnb::note, is printed
+    before main's); every other cell's statements go into main(), in order, so
     variables declared in one cell are visible in the next, as in cling.
   * Every statement ends with ';' (cling's "print the last expression" is not
     used), and no %magics.
-  * The notebooks name the build tree "../build" (the release preset's folder
-    seen from notebooks-cpp/); --build-dir replaces that string.
-  * <xcpp/xdisplay.hpp> comes from ci/include here: display(x) prints the
-    mime bundle on a marked line, which becomes the cell's display_data.
+  * The program is linked with BUILD/notebooks-cpp/libmemwall_nb.so and run
+    with MEMWALL_BUILD_DIR=BUILD, which mwnb::load() and mwnb::configure() read
+    (the notebooks' default is "../build"). MEMWALL_NB_QUICK and
+    MEMWALL_NB_WORK pass through from the environment.
+  * <xcpp/xdisplay.hpp> comes from ci/include, compiled with
+    -DMWNB_DISPLAY_MARKERS: display(x) prints the mime bundle on a marked
+    line, which becomes the cell's display_data.
 
 Usage:
   run_notebook.py NOTEBOOK.ipynb --build-dir BUILD [--write-outputs] [--workdir DIR]
@@ -58,8 +64,8 @@ def assemble(nb, nb_path, build_dir):
     """Returns (program text, compiler flags, linker flags, code-cell indices)."""
     meta = nb.get("metadata", {})
     kernel = meta.get("kernelspec", {}).get("name", "")
-    if kernel != "xcpp17":
-        raise NotebookError(f"{nb_path}: kernelspec is '{kernel}', expected 'xcpp17'")
+    if kernel not in ("clang_repl", "xcpp17"):
+        raise NotebookError(f"{nb_path}: kernelspec is '{kernel}', expected 'clang_repl' or 'xcpp17'")
     nb_dir = os.path.dirname(os.path.abspath(nb_path))
     cflags, lflags, includes, decls, body, code_cells = [], [], [], [], [], []
     for idx, cell in enumerate(nb.get("cells", [])):
@@ -67,7 +73,7 @@ def assemble(nb, nb_path, build_dir):
             continue
         n = len(code_cells)
         code_cells.append(idx)
-        src = cell_source(cell).replace("../build", build_dir)
+        src = cell_source(cell)
         lines = src.split("\n")
         is_decl = bool(lines) and lines[0].strip() == "// decl"
         kept = []
@@ -99,7 +105,7 @@ def assemble(nb, nb_path, build_dir):
                 kept.append(line)
         text = f'#line 1 "cell-{n}"\n' + "\n".join(kept)
         if is_decl:
-            decls.append(text)
+            decls.append(f"static const int mwnb_ci_mark_{n} = (mwnb_ci_cell({n}), 0);\n{text}")
         else:
             body.append(f"    mwnb_ci_cell({n}); mwnb_ci_current = {n};\n{text}\n")
     program = "\n".join([
@@ -168,6 +174,17 @@ def to_nb_outputs(items):
     return out
 
 
+def relative_paths(outputs, build_dir, nb_dir):
+    """The build tree named relative to the notebook's folder in stored outputs
+    (../build-cpu, as MEMWALL_BUILD_DIR=../build-cpu would print it), so that no
+    absolute path of the machine that ran it is committed."""
+    rel = os.path.relpath(build_dir, nb_dir)
+    for items in outputs.values():
+        for i, (kind, payload) in enumerate(items):
+            if kind == "text":
+                items[i] = (kind, payload.replace(build_dir, rel))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebook")
@@ -194,7 +211,9 @@ def main():
         exe = os.path.join(tmp, "notebook")
         with open(src, "w", encoding="utf-8") as f:
             f.write(program)
-        cmd = [args.cxx, "-std=c++17", "-O1", "-I" + os.path.join(HERE, "ci", "include"), *cflags, src, "-o", exe, *lflags]
+        lib_dir = os.path.join(build_dir, "notebooks-cpp")
+        cmd = [args.cxx, "-std=c++17", "-O1", "-DMWNB_DISPLAY_MARKERS", "-I" + os.path.join(HERE, "ci", "include"),
+               *cflags, src, "-o", exe, *lflags, "-L" + lib_dir, "-Wl,-rpath," + lib_dir, "-lmemwall_nb"]
         print("run_notebook: compiling", len(code_cells), "code cells:", " ".join(cmd), flush=True)
         cc = subprocess.run(cmd, capture_output=True, text=True)
         if cc.returncode != 0:
@@ -205,8 +224,9 @@ def main():
         workdir = os.path.abspath(args.workdir) if args.workdir else os.path.join(tmp, "work")
         os.makedirs(workdir, exist_ok=True)
         try:
+            env = dict(os.environ, MEMWALL_BUILD_DIR=build_dir)
             run = subprocess.run([exe], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, timeout=args.timeout)
+                                 stdin=subprocess.DEVNULL, timeout=args.timeout, env=env)
         except subprocess.TimeoutExpired:
             print(f"run_notebook: the notebook ran past {args.timeout} s", file=sys.stderr)
             return 1
@@ -220,6 +240,7 @@ def main():
             print(f"run_notebook: {os.path.basename(nb_path)} FAILED at {where}", file=sys.stderr)
             return 1
         if args.write_outputs:
+            relative_paths(outputs, build_dir, os.path.dirname(nb_path))
             cells = nb["cells"]
             for n, idx in enumerate(code_cells):
                 cells[idx]["outputs"] = to_nb_outputs(outputs.get(n, []))

@@ -8,7 +8,10 @@
 # `--browser` adds Debian's chromium, which the test of `memwall report --html`
 # loads the page in (headless); scripts/test.sh (and so CI) asks for it, the
 # main job does not need it.
+# `--notebooks` adds what executes the C++ notebooks in a Jupyter kernel: see
+# the block marked "notebooks" below.
 set -euo pipefail
+NOTEBOOKS=0
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes
@@ -16,7 +19,8 @@ PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev n
 for arg in "$@"; do
   case "$arg" in
     --browser) PACKAGES+=(chromium) ;;
-    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser" >&2; exit 2 ;;
+    --notebooks) NOTEBOOKS=1; PACKAGES+=(clang-tools-19 python3-venv) ;;
+    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser, --notebooks" >&2; exit 2 ;;
   esac
 done
 
@@ -24,15 +28,31 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing missing packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO="sudo"
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "installing missing packages: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  SUDO="sudo"
+# --- notebooks (--notebooks) -------------------------------------------------
+# The C++ notebooks (notebooks-cpp/) run in the `clang_repl` Jupyter kernel:
+# PyPI's clang-repl 1.0.4 (a kernel over the clang-repl prompt) with Debian's
+# clang-repl-19 (clang-tools-19), executed by jupyter nbconvert. Debian's
+# python is externally managed, so the PyPI packages go into a virtual
+# environment, .venv-notebooks/ in the repository root (MEMWALL_NB_VENV
+# overrides); tests/lessons/CMakeLists.txt finds the kernel there.
+if [ "$NOTEBOOKS" = 1 ]; then
+  NB_VENV="${MEMWALL_NB_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-notebooks}"
+  NB_PIP=(clang-repl==1.0.4 nbconvert)   # clang-repl brings notebook 7, so JupyterLab too
+  if [ ! -f "$NB_VENV/share/jupyter/kernels/clang_repl/kernel.json" ] || [ ! -x "$NB_VENV/bin/jupyter-nbconvert" ]; then
+    echo "installing the notebook kernel into $NB_VENV: ${NB_PIP[*]}"
+    /usr/bin/python3 -m venv "$NB_VENV"
+    "$NB_VENV/bin/pip" install -q "${NB_PIP[@]}"
+  fi
 fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# --- end notebooks -----------------------------------------------------------

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite. GPU tests
 # are reported as skipped (never passed) on a machine without a GPU.
-# Chromium is installed too, for the headless-browser test of the HTML report.
+# Chromium is installed too, for the headless-browser test of the HTML report,
+# and the clang_repl Jupyter kernel the notebook tests execute the notebooks in.
 # Then the emulated CUDA kernels run again under AddressSanitizer, which turns
 # an out-of-bounds global or shared access into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --browser   # chromium: the headless test of the HTML report
+./scripts/install-deps.sh --browser --notebooks   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel
 ./scripts/build.sh
 ctest --preset release -j "$(nproc)" --timeout 600
 
