@@ -114,6 +114,11 @@ nlohmann::json machine_info() {
     // The vendor rung's own view of the CPU (see harness/main.cpp).
     m["openblas"] = {{"core", openblas_get_corename()}, {"config", openblas_get_config()},
                      {"coretype_env", std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : ""}};
+    // How OpenMP's idle threads wait changes short parallel regions' times by
+    // up to 1.6x (a cached decode step: spinning 0.38 ms, sleeping 0.62 ms);
+    // record it, so that runs are compared under the same policy.
+    const char* wait = std::getenv("OMP_WAIT_POLICY");
+    m["omp_wait_policy"] = wait && *wait ? std::string(wait) : std::string("default");
     m["gpu"] = gpu_machine_info();
     return m;
 }
@@ -337,6 +342,7 @@ std::string report_markdown(const nlohmann::json& doc) {
     os << "\n- compiler: " << m.value("compiler", "?") << " (" << m.value("build_type", "") << ")\n";
     os << "- commit: " << m.value("git_commit", "?") << (m.value("git_dirty", false) ? " (with local changes)" : "")
        << "\n";
+    if (m.contains("omp_wait_policy")) os << "- OMP_WAIT_POLICY: " << m["omp_wait_policy"].get<std::string>() << "\n";
     const auto& c = doc["ceilings"];
     if (c.contains("dram_triad_gbps") && !c["dram_triad_gbps"].empty())
         os << "- ceilings (" << c.value("source", "?") << "): DRAM triad " << fmt(c["dram_triad_gbps"].back().get<double>())
@@ -484,6 +490,11 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
           "are not a measured speedup: read large ratios only, and re-run both in one session to confirm. "
           "Verdict: faster or slower only beyond the noise, twice the larger spread (median / best) of the "
           "two runs and at least 5%.\n\n";
+    const std::string wb = base["machine"].value("omp_wait_policy", "unrecorded"),
+                      wn = now["machine"].value("omp_wait_policy", "unrecorded");
+    if (wb != wn)
+        os << "**OMP_WAIT_POLICY differs: base " << wb << ", new " << wn
+           << ".** It alone moves short parallel regions by up to 1.6x; re-run one side with the other's.\n\n";
     os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) |\n|---|---:|---:|---:|---|\n";
     int matched = 0;
     for (auto& r : now["runs"]) {

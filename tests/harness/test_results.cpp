@@ -52,6 +52,18 @@ TEST(Results, RunDocumentHasTheDesignFields) {
     EXPECT_FALSE(doc["machine"]["cpu_model"].get<std::string>().empty());
 }
 
+// The OpenMP wait policy changes short parallel regions' times: the machine
+// block records the one the run had ("default" when the variable is unset).
+TEST(Results, MachineRecordsTheOpenMpWaitPolicy) {
+    const char* was = std::getenv("OMP_WAIT_POLICY");
+    const std::string saved = was ? was : "";
+    ::setenv("OMP_WAIT_POLICY", "passive", 1);
+    EXPECT_EQ(mw::machine_info()["omp_wait_policy"], "passive");
+    ::unsetenv("OMP_WAIT_POLICY");
+    EXPECT_EQ(mw::machine_info()["omp_wait_policy"], "default");
+    if (was) ::setenv("OMP_WAIT_POLICY", saved.c_str(), 1);
+}
+
 TEST(Results, JsonRoundTripThroughFile) {
     auto doc = small_run();
     auto path = temp_dir() / "r.json";
@@ -96,6 +108,11 @@ TEST(Results, ReportsListEveryVariant) {
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(doc["runs"].size()));
     auto cmp = mw::compare_markdown(doc, doc);
     EXPECT_NE(cmp.find("1x"), std::string::npos) << cmp;
+    EXPECT_EQ(cmp.find("OMP_WAIT_POLICY differs"), std::string::npos) << cmp;
+    auto other = doc;
+    other["machine"]["omp_wait_policy"] = doc["machine"]["omp_wait_policy"] == "passive" ? "active" : "passive";
+    cmp = mw::compare_markdown(doc, other);
+    EXPECT_NE(cmp.find("OMP_WAIT_POLICY differs"), std::string::npos) << cmp;
 }
 
 }  // namespace
