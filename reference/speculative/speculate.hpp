@@ -26,7 +26,7 @@
 //   reference/speculative/speculate.cpp               rung 0  target_only: one target pass per token (KV cache)
 //   optimized/speculative/speculate_int4.cpp             1  int4: the target's INT4 copy (g32) drafts K tokens,
 //                                                           the target verifies K + 1 in one pass
-//   optimized/speculative/speculate_self.cpp             2  self: the target's first half of layers and its
+//   optimized/speculative/speculate_early_exit.cpp       2  early_exit: the target's first half of layers and its
 //                                                           head draft (no second model to store)
 //   optimized/speculative/speculate_small.cpp            3  small: a 26x smaller model trained on the same
 //                                                           corpus drafts (results/model/draft-small.safetensors)

@@ -1,4 +1,4 @@
-// speculate, rung 2: self-speculative — the target's first layers draft.
+// speculate, rung 2: early_exit (self-speculative) — the target's first layers draft.
 //
 // Change from rung 1: no second model. The draft is the target's first half
 // of its blocks (2 of 4 for model 0, 1 of 2 for model 1) followed by the
@@ -20,8 +20,8 @@ int draft_layers(const mw::Shape& s) { return std::max(1, mw::speculative::targe
 
 }  // namespace
 
-MW_REGISTER_VARIANT(speculate_self_cpu, {
-    .name = "self", .op = "speculate", .lever = "speculative",
+MW_REGISTER_VARIANT(speculate_early_exit_cpu, {
+    .name = "early_exit", .op = "speculate", .lever = "speculative",
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 2,
     .rationale = "the target's first half of layers with its head drafts (an early exit): no second model, a weaker guesser",
     .needs = {"avx2"},
