@@ -18,7 +18,8 @@
 // is rung 2's, so the output is rung 2's bit for bit (identical_to).
 //
 // Needs `mpirun -n P memwall ...` with P >= 2 (runnable_here's "mpi"); built
-// only when CMake finds MPI. Only rank 0 reports (harness/cli.cpp); every
+// only when CMake finds MPI. The MPI glue (start-up, the split of experts and
+// tokens, the ping-pong, the y gather) is kernels/moe/expert_parallel.hpp. Only rank 0 reports (harness/cli.cpp); every
 // rank times the same number of calls (Instance::agree_estimate: rank 0's
 // warm-up estimate sizes every rank's batches).
 #include "kernels/moe/expert_parallel.hpp"
