@@ -24,7 +24,8 @@
 // rows instead of T k / E.
 //
 // What it can really buy here is the question this rung measures. Open MPI
-// moves a non-blocking collective only inside MPI calls (no progress thread);
+// over shared memory moves a non-blocking collective only inside MPI calls
+// (no asynchronous progress thread);
 // its shared-memory transport copies large messages with the CPU of a rank
 // that is inside such a call (single-copy or through a bounce buffer). So the
 // MPI_Test calls between expert blocks are what lets anything move at all,
