@@ -61,7 +61,7 @@
 //   reference/moe/moe_route.cu                       rung 0  naive: a thread per token, route.hpp's rule on the device
 //   reference/moe/moe_ffn.cu                         rung 0  sorted_grouped: device counting sort, permute, grouped
 //                                                            GEMM launches (16x16 tiles), SwiGLU, weighted unpermute
-//   optimized/moe/moe_ffn_cublas_grouped.cu             1  cublas_grouped: rung 0's dispatch, the expert GEMMs as
+//   optimized/moe/moe_ffn_cublas_grouped.cu        vendor  cublas_grouped: rung 0's dispatch, the expert GEMMs as
 //                                                            cublasGemmGroupedBatchedEx calls (real GPU only)
 //   optimized/moe/moe_ffn_expert_parallel_nccl.cu       2  expert_parallel_nccl: experts over P GPUs, one per MPI
 //                                                            rank, NCCL send/recv for dispatch and combine (real GPUs
