@@ -56,6 +56,11 @@ void allgather_tokens(float* y, long d, const Split& s);
 // sending rank.
 double offrank_rows(const std::vector<std::int64_t>& counts, const Split& s, int groups);
 
+// The traffic both CPU rungs declare: the weights once (over all ranks),
+// x, y and the routing, the permuted rows in and out (4 T k d floats) and
+// a, b, h of T k rows (24 T k d_ff bytes); the exchange is counted apart.
+double exchange_rung_bytes(const Shape& s, DType);
+
 using Clock = std::chrono::steady_clock;
 inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

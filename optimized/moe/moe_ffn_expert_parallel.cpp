@@ -178,10 +178,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_cpu, {
     .rationale = "experts split over P MPI ranks: dispatch AllToAllv, one GEMM per local expert, combine "
                  "AllToAllv; 1/P of the weights and FLOPs per rank, plus the exchange",
     .needs = {"mpi"},
-    .bytes = [](const mw::Shape& s, mw::DType) {
-        return mw::moe::ffn_weight_bytes(s) + mw::moe::ffn_activation_bytes(s) +
-               16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] + 24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
-    },
+    .bytes = mw::moe::ep::exchange_rung_bytes,
     .prepare = mw::moe::prepare_expert_parallel,
     .identical_to = "sorted_grouped" });
 #endif  // MEMWALL_HAVE_MPI

@@ -307,10 +307,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_overlap_cpu, {
     .rationale = "expert_parallel with each rank's tokens in chunks: the dispatch of the next chunk and the combine "
                  "of the last in flight (MPI_Ialltoallv, MPI_Test between expert blocks) while a chunk's experts run",
     .needs = {"mpi"},
-    .bytes = [](const mw::Shape& s, mw::DType) {
-        return mw::moe::ffn_weight_bytes(s) + mw::moe::ffn_activation_bytes(s) +
-               16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] + 24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
-    },
+    .bytes = mw::moe::ep::exchange_rung_bytes,
     .prepare = mw::moe::ep::prepare_overlap,
     .identical_to = "sorted_grouped" });
 #endif  // MEMWALL_HAVE_MPI
