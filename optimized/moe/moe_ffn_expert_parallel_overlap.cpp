@@ -84,6 +84,8 @@ void expert_parallel_overlap_ffn(const FfnArgs& a, int C, OverlapState& st, Over
     const int e0 = split.first_expert(r), e1 = split.first_expert(r + 1);
     auto chunk_token = [&](int c) { return t0 + Tl * c / C; };  // first token of chunk c
     const bool exchange = mode != OverlapMode::compute_only;
+    if (!exchange && st.disp.size() != std::size_t(C))
+        throw std::logic_error("expert_parallel_overlap: compute_only needs a previous call with the same chunks");
 
     if (exchange) {
         // Sort and permute each chunk's assignments; rows for rank q of chunk c
