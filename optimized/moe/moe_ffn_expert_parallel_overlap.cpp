@@ -21,7 +21,8 @@
 // GEMMs, leaving about 1/C of rung 4's AllToAll time exposed (the first
 // dispatch and the last combine), for C times the messages (C (P - 1)
 // alpha more in the alpha-beta model) and expert GEMMs of about T k / (E C)
-// rows instead of T k / E.
+// rows instead of T k / E, each of which packs its expert's weights again
+// (the packed GEMM packs B on every call): C times rung 4's packing.
 //
 // What it can really buy here is the question this rung measures. Open MPI
 // over shared memory moves a non-blocking collective only inside MPI calls
@@ -66,10 +67,12 @@ namespace {
 // expert's GEMMs in a chunk are still 256 rows, tall enough for the packed
 // GEMM, while all but a quarter of the exchange can hide.
 constexpr int kDefaultChunks = 4;
-// Rows of an expert block between two MPI_Test calls: short enough to poll
-// several times per chunk at the shape, tall enough that the GEMM
-// stays efficient (each block reads the expert's weights again).
-constexpr long kPollRows = 256;
+// The most rows of an expert block between two MPI_Test calls while an
+// exchange is in flight (a longer block is cut into near-equal parts). Few
+// parts: the packed GEMM packs the expert's weights again on every call
+// (3 d d_ff floats, whatever the rows), so each part costs a repack; at the
+// issue's shape with 4 chunks an expert's block (~256 rows) is one part.
+constexpr long kPollRows = 512;
 constexpr int kMeasureReps = 3;
 
 }  // namespace
@@ -144,7 +147,7 @@ void expert_parallel_overlap_ffn(const FfnArgs& a, int C, OverlapState& st, Over
         }
     st.xe.resize(std::size_t(std::max(1L, most) * d));
     st.ye.resize(st.xe.size());
-    st.scratch.resize(std::size_t(std::max(1L, 3 * std::min(most, kPollRows) * f)));
+    st.scratch.resize(std::size_t(std::max(1L, 3 * most * f)));
 
     std::vector<MPI_Request> disp_req(std::size_t(C), MPI_REQUEST_NULL), comb_req(std::size_t(C), MPI_REQUEST_NULL);
     auto poll = [&](int c) {  // let the library move what is in flight around chunk c
@@ -183,9 +186,14 @@ void expert_parallel_overlap_ffn(const FfnArgs& a, int C, OverlapState& st, Over
                 std::copy_n(in + off * d, cnt(q, c, e) * d, st.xe.data() + n * d);
                 n += cnt(q, c, e);
             }
-            for (long b = 0; b < n; b += kPollRows) {
-                expert_ffn(a.w, e, st.xe.data() + b * d, std::min(kPollRows, n - b), st.ye.data() + b * d, st.scratch.data());
-                if (mode == OverlapMode::pipelined) poll(c);
+            // Poll only when something is in flight (not with one chunk, nor
+            // when measuring the compute alone).
+            const bool in_flight = mode == OverlapMode::pipelined && C > 1;
+            const long parts = in_flight ? std::max(1L, (n + kPollRows - 1) / kPollRows) : 1;
+            for (long i = 0; i < parts; ++i) {
+                const long b0 = n * i / parts, b1 = n * (i + 1) / parts;
+                expert_ffn(a.w, e, st.xe.data() + b0 * d, b1 - b0, st.ye.data() + b0 * d, st.scratch.data());
+                if (in_flight) poll(c);
             }
             n = 0;
             for (int q = 0; q < P; ++q) {

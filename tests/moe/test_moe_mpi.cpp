@@ -2,7 +2,8 @@
 // under mpirun (tests/moe/CMakeLists.txt runs this binary with 2 and with 3
 // ranks; started alone it skips, never passes):
 //
-//   MoeOverlapMpi.EqualsOneProcess   at odd token counts (1, 7, 33, 129) and
+//   MoeOverlapMpi.EqualsOneProcess   at odd token counts (1, 7, 33, 129, 4099: expert
+//       blocks long enough to be cut into parts between MPI_Test calls) and
 //       chunks 1, 3 and more chunks than a rank has tokens, every rank's y
 //       equals, bit for bit, the single-process sorted_grouped layer this
 //       rank computes on its own (kernels/moe/dispatch.hpp), and the
@@ -42,7 +43,9 @@ TEST(MoeOverlapMpi, EqualsOneProcess) {
     ASSERT_NE(op, nullptr);
     const std::vector<Shape> shapes = {ffn_shape(1, 7, 9, 3, 2), ffn_shape(7, 33, 65, 5, 2),
                                        ffn_shape(33, 17, 40, 8, 1, 8), ffn_shape(129, 33, 65, 5, 2),
-                                       ffn_shape(129, 16, 24, 4, 3, 4)};
+                                       ffn_shape(129, 16, 24, 4, 3, 4),
+                                       // over kPollRows rows per expert and chunk: blocks cut into parts
+                                       ffn_shape(4099, 8, 16, 2, 2)};
     for (const Shape& s : shapes) {
         if (s["experts"] < P) continue;  // refused by the rung: at most experts ranks
         mw::Problem p = op->make_problem(s, mw::DType::f32, 7);
