@@ -41,9 +41,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# NCCL from PyPI (see above), once per checkout.
+# NCCL from PyPI (see above), once per checkout, and only where the CUDA
+# backend is built (nvcc present): the rung that needs it is a GPU rung.
 nccl_dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/nccl"
-if [ ! -f "$nccl_dir/nvidia/nccl/include/nccl.h" ]; then
+if { [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; } &&
+   [ ! -f "$nccl_dir/nvidia/nccl/include/nccl.h" ]; then
   echo "installing PyPI's nvidia-nccl-cu13 into .deps/nccl"
   /usr/bin/python3 -m pip install --quiet --no-deps --disable-pip-version-check --root-user-action=ignore --target "$nccl_dir" nvidia-nccl-cu13 ||
     echo "install-deps.sh: could not install nvidia-nccl-cu13 (no network?); the expert_parallel_nccl rung will not be built" >&2
