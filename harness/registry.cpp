@@ -244,6 +244,10 @@ bool runnable_here(const Variant& v, std::string* why) {
         } else if (r == "mpi") {
             if (launch_size() < 2)
                 return fail("needs MPI processes: start it as `mpirun -n P memwall run ...` with P >= 2");
+        } else if (r == "gpu_per_rank") {
+            if (gpu_count() < launch_size())
+                return fail("needs one GPU per MPI rank: " + std::to_string(launch_size()) + " ranks, " +
+                            std::to_string(gpu_count()) + " GPU(s) here");
         } else if (r.rfind("sm_", 0) == 0) {
             // checked by the CUDA glue at prepare time (compute capability)
         } else if (!cpu_feature(r)) {

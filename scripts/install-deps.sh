@@ -10,8 +10,18 @@
 # main job does not need it.
 # `--notebooks` adds what executes the C++ notebooks in a Jupyter kernel: see
 # the block marked "notebooks" below.
+# `--nccl` adds NCCL, for the MoE lever's GPU expert_parallel_nccl rung. It
+# has no Debian package: its header and library come from PyPI's
+# nvidia-nccl-cu13 wheel (about 345 MB), installed with Debian's pip
+# (python3-pip) into .deps/nccl of this checkout (`pip install --target`:
+# Debian's Python is externally managed, and this leaves it alone), where
+# CMake looks for it; only where nvcc is present, since the rung is a GPU
+# rung. Optional: without it the rung is not built and everything else is.
+# scripts/test.sh (CI compiles the rung) and, on a GPU machine, the main job
+# ask for it.
 set -euo pipefail
 NOTEBOOKS=0
+NCCL=0
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes
@@ -20,7 +30,8 @@ for arg in "$@"; do
   case "$arg" in
     --browser) PACKAGES+=(chromium) ;;
     --notebooks) NOTEBOOKS=1; PACKAGES+=(clang-tools-19 python3-venv) ;;
-    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser, --notebooks" >&2; exit 2 ;;
+    --nccl) NCCL=1; PACKAGES+=(python3-pip) ;;
+    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser, --notebooks, --nccl" >&2; exit 2 ;;
   esac
 done
 
@@ -56,3 +67,14 @@ if [ "$NOTEBOOKS" = 1 ]; then
   fi
 fi
 # --- end notebooks -----------------------------------------------------------
+
+# --- NCCL (--nccl) -----------------------------------------------------------
+# Once per checkout, and only where the CUDA backend is built (nvcc present).
+nccl_dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/nccl"
+if [ "$NCCL" = 1 ] && { [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; } &&
+   [ ! -f "$nccl_dir/nvidia/nccl/include/nccl.h" ]; then
+  echo "installing PyPI's nvidia-nccl-cu13 into .deps/nccl"
+  /usr/bin/python3 -m pip install --quiet --no-deps --disable-pip-version-check --root-user-action=ignore --target "$nccl_dir" nvidia-nccl-cu13 ||
+    echo "install-deps.sh: could not install nvidia-nccl-cu13 (no network?); the expert_parallel_nccl rung will not be built" >&2
+fi
+# --- end NCCL ----------------------------------------------------------------

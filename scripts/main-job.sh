@@ -36,12 +36,17 @@ part() {  # part NAME COMMAND...: runs it, prints and records how long it took; 
   return $rc
 }
 
-part "install packages (apt)" ./scripts/install-deps.sh
-
-# A GPU: the CUDA backend, compiled for this GPU only. None: no nvcc at all
-# (its compiles would dominate the build and nothing could run them).
+# A GPU: the CUDA backend, compiled for this GPU only (and NCCL for the MoE
+# lever's GPU rung). None: no nvcc at all (its compiles would dominate the
+# build and nothing could run them).
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
+
+if [ "$GPU" = 1 ]; then
+  part "install packages (apt; NCCL from PyPI)" ./scripts/install-deps.sh --nccl
+else
+  part "install packages (apt)" ./scripts/install-deps.sh
+fi
 if [ "$GPU" = 1 ]; then
   CONFIG=(-DMEMWALL_CUDA=AUTO -DCMAKE_CUDA_ARCHITECTURES=native)
 else

@@ -7,7 +7,7 @@
 # an out-of-bounds global or shared access into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --browser --notebooks   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel
+./scripts/install-deps.sh --browser --notebooks --nccl   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel; NCCL for the GPU MoE rung (compiled, run only on GPUs)
 ./scripts/build.sh
 ctest --preset release -j "$(nproc)" --timeout 600
 

@@ -192,6 +192,7 @@ lesson::Level with_results(lesson::Level L, const std::string& given) {
     L.results = std::move(doc);
     L.results_file = fs::absolute(file).lexically_normal();
     L.manifest["results"] = file.lexically_normal().string();  // as given: the rendered note quotes it
+    lesson::append_extra_runs(L);
     return L;
 }
 

@@ -547,7 +547,16 @@ Level load_level(const fs::path& levels_dir, const fs::path& repo_root, const st
     if (!doc.contains("results")) throw UsageError("level '" + id + "' names no results file (\"results\")");
     L.results_file = repo_root / doc["results"].get<std::string>();
     L.results = read_json_file(L.results_file);
+    append_extra_runs(L);
     return L;
+}
+
+void append_extra_runs(Level& L) {
+    for (const auto& name : L.manifest.value("extra_results", nlohmann::json::array())) {
+        const fs::path f = L.results_file.parent_path() / name.get<std::string>();
+        if (!fs::exists(f)) continue;
+        for (const auto& r : read_json_file(f).value("runs", nlohmann::json::array())) L.results["runs"].push_back(r);
+    }
 }
 
 Context recorded_context(const Level& L) {

@@ -113,6 +113,11 @@ struct Level {
 // UsageError (harness/runner.hpp) naming the valid levels.
 Level load_level(const std::filesystem::path& levels_dir, const std::filesystem::path& repo_root,
                  const std::string& name);
+// The runs of the manifest's "extra_results" (file names, looked up beside
+// the level's results file: runs that need another command line, such as an
+// `mpirun` one) appended to L.results's runs; a file that is not there adds
+// nothing (a placeholder that needs its runs then names what is missing).
+void append_extra_runs(Level& L);
 // Ids of every level: mw::level_ids (harness/levels.hpp).
 using mw::level_ids;
 

@@ -18,18 +18,14 @@
 // is rung 2's, so the output is rung 2's bit for bit (identical_to).
 //
 // Needs `mpirun -n P memwall ...` with P >= 2 (runnable_here's "mpi"); built
-// only when CMake finds MPI. Only rank 0 reports (harness/cli.cpp); every
+// only when CMake finds MPI. The MPI glue (start-up, the split of experts and
+// tokens, the ping-pong, the y gather) is kernels/moe/expert_parallel.hpp. Only rank 0 reports (harness/cli.cpp); every
 // rank times the same number of calls (Instance::agree_estimate: rank 0's
 // warm-up estimate sizes every rank's batches).
+#include "kernels/moe/expert_parallel.hpp"
 #ifdef MEMWALL_HAVE_MPI
-// The C API only (Open MPI would otherwise pull in its deprecated C++ bindings).
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <stdexcept>
 #include <tuple>
 
@@ -39,64 +35,8 @@
 namespace mw::moe {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-struct World {
-    int rank = 0, size = 1;
-};
-
-// MPI is started on first use (the rest of memwall never needs it) and
-// finalized at exit.
-const World& world() {
-    static const World w = [] {
-        int started = 0;
-        MPI_Initialized(&started);
-        if (!started) {
-            int provided = 0;
-            MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-            std::atexit([] {
-                int done = 0;
-                MPI_Finalized(&done);
-                if (!done) MPI_Finalize();
-            });
-        }
-        World r;
-        MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &r.size);
-        return r;
-    }();
-    return w;
-}
-
-// alpha (s per message) and beta (bytes/s) between ranks 0 and 1 from a
-// ping-pong: 8 bytes for alpha, 4 MiB for beta; broadcast to every rank.
-std::pair<double, double> measure_alpha_beta() {
-    const World& w = world();
-    double ab[2] = {0, 0};
-    auto pingpong = [&](std::size_t bytes, int reps) {
-        std::vector<char> buf(bytes);
-        MPI_Barrier(MPI_COMM_WORLD);
-        double best = 1e30;
-        for (int i = 0; i < reps; ++i) {
-            const auto t0 = Clock::now();
-            if (w.rank == 0) {
-                MPI_Send(buf.data(), int(bytes), MPI_CHAR, 1, 0, MPI_COMM_WORLD);
-                MPI_Recv(buf.data(), int(bytes), MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else if (w.rank == 1) {
-                MPI_Recv(buf.data(), int(bytes), MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf.data(), int(bytes), MPI_CHAR, 0, 0, MPI_COMM_WORLD);
-            }
-            best = std::min(best, since(t0) / 2);
-        }
-        return best;
-    };
-    const double small = pingpong(8, 200), big = pingpong(std::size_t(4) << 20, 20);
-    ab[0] = small;
-    ab[1] = double(std::size_t(4) << 20) / std::max(1e-12, big - small);
-    MPI_Bcast(ab, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    return {ab[0], ab[1]};
-}
+using ep::Clock;
+using ep::since;
 
 struct EpState {
     GroupedBuffers local;                 // send rows, received rows regrouped, scratch
@@ -108,15 +48,16 @@ struct EpState {
 };
 
 Instance prepare_expert_parallel(Problem& p) {
-    const World& w = world();
+    const ep::World& w = ep::world();
     const int P = w.size, r = w.rank;
     const long T = p.shape["tokens"], d = p.shape["d_model"], f = p.shape["d_ff"];
     const int E = int(p.shape["experts"]), k = int(p.shape["top_k"]);
     if (P > E)
         throw std::runtime_error("expert_parallel: " + std::to_string(P) + " ranks for " + std::to_string(E) +
                                  " experts; use at most experts ranks");
-    auto first_expert = [=](int q) { return int(long(E) * q / P); };
-    auto first_token = [=](int q) { return long(T) * q / P; };
+    const ep::Split split{T, E, P};
+    auto first_expert = [=](int q) { return split.first_expert(q); };
+    auto first_token = [=](int q) { return split.first_token(q); };
     const long t0 = first_token(r), Tl = first_token(r + 1) - t0;
     const int e0 = first_expert(r), e1 = first_expert(r + 1);
     const float* x = p.in("x").as<float>();
@@ -125,7 +66,7 @@ Instance prepare_expert_parallel(Problem& p) {
     const Experts weights{p.in("w_gate").as<float>(), p.in("w_up").as<float>(), p.in("w_down").as<float>(), d, f};
     float* y = p.out("y").as<float>();
     auto st = std::make_shared<EpState>();
-    std::tie(st->alpha, st->beta) = measure_alpha_beta();
+    std::tie(st->alpha, st->beta) = ep::measure_alpha_beta();
 
     Instance inst;
     inst.run = [=] {
@@ -196,16 +137,10 @@ Instance prepare_expert_parallel(Problem& p) {
         combine(x + t0 * d, s.back.data(), disp.row_of.data(), ex + t0 * k, wt + t0 * k, Tl, k, d, y + t0 * d);
         // Every rank gets the whole y.
         auto tg = Clock::now();
-        std::vector<int> yc(static_cast<std::size_t>(P)), yd(static_cast<std::size_t>(P));
-        for (int q = 0; q < P; ++q) yc[std::size_t(q)] = int((first_token(q + 1) - first_token(q)) * d), yd[std::size_t(q)] = int(first_token(q) * d);
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, y, yc.data(), yd.data(), MPI_FLOAT, MPI_COMM_WORLD);
+        ep::allgather_tokens(y, d, split);
         s.gather_s += since(tg);
         // Bytes that crossed ranks in both exchanges, over all ranks.
-        double off = 0;
-        for (int q = 0; q < P; ++q)
-            for (int e = 0; e < E; ++e)
-                if (e < first_expert(q) || e >= first_expert(q + 1)) off += double(cnt(q, e));
-        s.offrank_bytes = 2.0 * off * double(d) * 4.0;
+        s.offrank_bytes = 2.0 * ep::offrank_rows(s.counts, split, 1) * double(d) * 4.0;
         ++s.calls;
     };
     // Every rank makes as many timed calls as rank 0 (each call is collective).
@@ -243,10 +178,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_cpu, {
     .rationale = "experts split over P MPI ranks: dispatch AllToAllv, one GEMM per local expert, combine "
                  "AllToAllv; 1/P of the weights and FLOPs per rank, plus the exchange",
     .needs = {"mpi"},
-    .bytes = [](const mw::Shape& s, mw::DType) {
-        return mw::moe::ffn_weight_bytes(s) + mw::moe::ffn_activation_bytes(s) +
-               16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] + 24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
-    },
+    .bytes = mw::moe::ep::exchange_rung_bytes,
     .prepare = mw::moe::prepare_expert_parallel,
     .identical_to = "sorted_grouped" });
 #endif  // MEMWALL_HAVE_MPI

@@ -49,6 +49,10 @@
 //   optimized/moe/moe_ffn_expert_parallel.cpp           4  expert_parallel: experts split over P MPI ranks; dispatch
 //                                                            AllToAllv, local grouped GEMMs, combine AllToAllv
 //                                                            (needs `mpirun -n P`, P >= 2; built when MPI is found)
+//   optimized/moe/moe_ffn_expert_parallel_overlap.cpp   5  expert_parallel_overlap: rung 4 in chunks of tokens, the
+//                                                            next chunk's dispatch and the last one's combine in flight
+//                                                            (MPI_Ialltoallv) while a chunk's experts run; counters:
+//                                                            comm alone, compute alone, both, the overlap fraction
 //   reference/moe/moe_layer.cpp                      rung 0  dense_masked: router dot products per token, then
 //                                                            moe_ffn's dense_masked
 //   optimized/moe/moe_layer_sorted_grouped.cpp          1  sorted_grouped: router GEMM, then moe_ffn's rung 2
@@ -57,14 +61,20 @@
 //   reference/moe/moe_route.cu                       rung 0  naive: a thread per token, route.hpp's rule on the device
 //   reference/moe/moe_ffn.cu                         rung 0  sorted_grouped: device counting sort, permute, grouped
 //                                                            GEMM launches (16x16 tiles), SwiGLU, weighted unpermute
+//   optimized/moe/moe_ffn_cublas_grouped.cu        vendor  cublas_grouped: rung 0's dispatch, the expert GEMMs as
+//                                                            cublasGemmGroupedBatchedEx calls (real GPU only)
+//   optimized/moe/moe_ffn_expert_parallel_nccl.cu       2  expert_parallel_nccl: experts over P GPUs, one per MPI
+//                                                            rank, NCCL send/recv for dispatch and combine (real GPUs
+//                                                            only; built when NCCL is found)
 // The dispatch machinery (counting sort, permute, expert block, combine) has
 // one home: kernels/moe/dispatch.hpp; a token's top-k and weights another,
-// kernels/moe/route.hpp.
+// kernels/moe/route.hpp; the MPI glue of the expert-parallel rungs a third,
+// kernels/moe/expert_parallel.hpp.
 //
 // Run:   memwall run moe_route --shape top_k=1 --shape top_k=2
 //        memwall run moe_ffn --variant sorted_grouped --variant capacity   (dense_masked runs too)
 //        memwall run moe_ffn --variant capacity --shape skew=8,capacity_pct=100 --shape skew=8,capacity_pct=125
-//        mpirun -n 2 memwall run moe_ffn --variant expert_parallel --skip-naive --threads 1
+//        mpirun -n 2 memwall run moe_ffn --variant expert_parallel --variant expert_parallel_overlap --skip-naive --threads 1
 #pragma once
 
 #include <cstdint>

@@ -286,6 +286,31 @@ TEST(Lessons, RenderedCopiesAreUpToDate) {
     }
 }
 
+// A level's "extra_results" join its runs (level 08 quotes an mpirun run
+// of expert_parallel_overlap beside its single-process moe_ffn run); a file
+// that is not there adds nothing, and the placeholder that needs it says
+// which run is missing.
+TEST(Lessons, ExtraResultsJoinTheLevelsRuns) {
+    Level L = load_level(kRoot / "levels", kRoot, "08");
+    auto has = [](const Level& l, const std::string& v) {
+        for (const auto& r : l.results["runs"])
+            if (r.value("variant", "") == v) return true;
+        return false;
+    };
+    EXPECT_TRUE(has(L, "sorted_grouped"));
+    EXPECT_TRUE(has(L, "expert_parallel_overlap"));
+    L.manifest["extra_results"] = nlohmann::json::array({"no-such-file.json"});
+    L.results = mw::read_json_file(L.results_file.string());
+    append_extra_runs(L);
+    EXPECT_FALSE(has(L, "expert_parallel_overlap"));
+    try {
+        render_document(L, recorded_context(L));
+        ADD_FAILURE() << "level 08 rendered without its expert_parallel_overlap run";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("expert_parallel_overlap"), std::string::npos) << e.what();
+    }
+}
+
 TEST(LessonCli, BadLevelAndStepExitTwoNamingChoices) {
     auto r = memwall("lesson nosuchlevel --no-pause");
     EXPECT_EQ(r.status, 2) << r.output;
