@@ -537,6 +537,7 @@ mw::Variant repacked_variant(std::string name, mwp::QuantSpec spec, std::string 
             .rationale = std::move(rationale),
             .needs = {"avx2"},
             .bytes = [spec](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes(spec, s); },
+            .compute = spec.format == mwp::Format::int8_channel || spec.format == mwp::Format::int4 ? "int8" : "",
             .prepare = prepare_repacked(spec),
             .contract_oracle = spec.format == mwp::Format::f32 ? nullptr : mwp::contract_oracle(spec, acts)};
 }
