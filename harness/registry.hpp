@@ -209,6 +209,11 @@ struct Variant {
     // speculative work); null = the op's useful `flops`. Results report both,
     // MFU from the useful count and HFU from this one.
     std::function<double(const Shape&)> executed_flops;
+    // The arithmetic the variant's FLOPs run in, when it is not the run's
+    // dtype: the calibrated peak its MFU, HFU and compute roof are judged
+    // against ("int8" for integer dot products such as vpdpbusd, whose
+    // peak is 4x the fp32 FMA's). Empty: the run's dtype.
+    std::string compute;
     // Builds the instance; may allocate device memory, pack weights, etc.
     std::function<Instance(Problem&)> prepare;
     // Lossy variants (quantized weights): the function the variant really

@@ -228,9 +228,12 @@ CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::
 }
 
 double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype) {
+    return peak_for_mfu(c, backend, to_string(dtype));
+}
+
+double peak_for_mfu(const Ceilings& c, Backend backend, const std::string& want) {
     if (backend == Backend::cuda_emu) return 0;  // an emulated GPU has no peak
-    if (backend == Backend::cpu) return peak_gflops(c, to_string(dtype));
-    const std::string want = to_string(dtype);
+    if (backend == Backend::cpu) return peak_gflops(c, want);
     double best = 0;
     for (const auto& p : c.gpu_peaks) {
         const bool same = p.dtype == want || (want == "f32" && p.dtype == "fp32") ||
@@ -263,7 +266,8 @@ json base_row(const Op& op, const Variant& v, const RunPlan& plan, const RunRequ
               {"compulsory_bytes", op.compulsory_bytes(plan.shape, plan.dtype)},
               {"rationale", v.rationale}, {"source", v.source}, {"requires", v.needs},
               {"seed", req.seed}, {"timing_meaningful", v.backend != Backend::cuda_emu},
-              {"memory_roof", op.read_dominated ? "dram_read" : "dram_triad"}};
+              {"memory_roof", op.read_dominated ? "dram_read" : "dram_triad"},
+              {"compute_dtype", v.compute.empty() ? to_string(plan.dtype) : v.compute}};
     r["executed_flops"] = v.executed_flops ? v.executed_flops(plan.shape) : flops;
     if (!op.unit.name.empty() && op.unit.per_call) {
         r["unit"] = op.unit.name;
@@ -579,7 +583,8 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
             meaningful && naive_median > 0 ? json(naive_median / r["time_s"]["median"].get<double>()) : json();
         r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? json(vendor_best / best) : json();
         const bool read = r.value("memory_roof", "") == "dram_read";
-        const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>(), "fp32", read) : 0;
+        const std::string compute = r.value("compute_dtype", "fp32");
+        const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>(), compute, read) : 0;
         r["roof_gflops"] = roof > 0 ? json(roof) : json();
         r["fraction_of_roof"] = meaningful && roof > 0 ? json(r["gflops"].get<double>() / roof) : json();
         if (r.contains("peak_bytes"))
@@ -668,7 +673,8 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
             omp_set_num_threads(threads);
             r["ran"] = true;
             try {
-                run_variant(*v, group, req, peak_for_mfu(ceilings, v->backend, plan.dtype), r, gbench, progress);
+                const std::string compute = v->compute.empty() ? to_string(plan.dtype) : v->compute;
+                run_variant(*v, group, req, peak_for_mfu(ceilings, v->backend, compute), r, gbench, progress);
             } catch (const std::exception& e) {
                 r["correct"] = false;
                 r["check_message"] = std::string("failed to run: ") + e.what();

@@ -86,6 +86,9 @@ CheckedRun check_variant(const Op& op, const Variant& v, Problem& p, const std::
 // on the backend (CPU: the best over thread counts, as on the roofline; a
 // GPU: its measured peak). 0 when none was calibrated, and on cuda-emu.
 double peak_for_mfu(const Ceilings& c, Backend backend, DType dtype);
+// The same for a ceilings dtype name ("fp32", "int8", ...): a variant's
+// Variant::compute when it names one. 0 when that peak was not calibrated.
+double peak_for_mfu(const Ceilings& c, Backend backend, const std::string& dtype);
 
 // Bytes of a problem's inputs and outputs, the part of peak_bytes every
 // variant of a run shares.

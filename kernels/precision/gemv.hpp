@@ -66,6 +66,12 @@ struct PackedMatrix {
     double bytes() const;
 };
 PackedMatrix repack(const QMatrix& m);
+namespace cpu {
+// How rung 6 rounds x: as dot_acts, except int4, whose x is int8 per block of
+// 256 (a whole number of groups), so the block's scale is applied once per
+// block rather than once per group. None for fp32.
+ActSpec repacked_acts(const QuantSpec& w);
+}  // namespace cpu
 // y[b][n_out] = dequant(W) . rounded(x); multi-threaded over panels.
 void gemv(const PackedMatrix& m, const float* x, std::int64_t b, float* y);
 

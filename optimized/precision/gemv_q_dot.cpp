@@ -378,6 +378,7 @@ mw::Variant dot_variant(std::string name, mwp::QuantSpec spec, std::string ratio
             .rationale = std::move(rationale),
             .needs = {"avx2"},
             .bytes = [spec](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes(spec, s); },
+            .compute = spec.format == mwp::Format::bf16 ? "" : "int8",  // MFU against the int8 (VNNI) peak
             .prepare = prepare_dot(spec),
             .contract_oracle = mwp::contract_oracle(spec, mwp::cpu::dot_acts(spec))};
 }

@@ -190,6 +190,14 @@ MW_REGISTER_VARIANT(harness_decode_biased, {
     .rationale = "draws category 0 20% too often",
     .prepare = [](mw::Problem& p) { return decode_instance(p, {.biased = true}); }});
 
+// Its arithmetic is integer dot products: MFU and the compute roof against
+// the int8 peak, not the run's fp32 one.
+MW_REGISTER_VARIANT(harness_decode_int_dot, {
+    .name = "int_dot", .op = "harness_decode", .lever = "harness_test", .rung = 9,
+    .rationale = "runs its FLOPs as int8 dot products",
+    .compute = "int8",
+    .prepare = [](mw::Problem& p) { return decode_instance(p, {}); }});
+
 // Bit for bit the naive variant's outputs (its draws are those of a first call,
 // like the naive outputs the harness keeps), and the same one ulp off.
 MW_REGISTER_VARIANT(harness_decode_same_bits, {
@@ -218,7 +226,7 @@ mw::RunRequest quick_request(std::vector<std::string> variants = {}) {
 nlohmann::json run(const mw::RunRequest& req) {
     mw::Ceilings c;
     c.dram_triad_gbps = {10.0};
-    c.peaks = {{"fp32", "test", 1, 100.0}};
+    c.peaks = {{"fp32", "test", 1, 100.0}, {"int8", "test", 1, 400.0}};
     std::ostringstream progress;
     return mw::run_plans(mw::plan_runs(req), req, c, progress);
 }
@@ -260,6 +268,19 @@ TEST(WorkloadFlops, ExecutedFlopsGiveHfuAndUsefulOnesMfu) {
     EXPECT_DOUBLE_EQ(re["hfu"].get<double>() / re["mfu"].get<double>(), 3.0);
     EXPECT_DOUBLE_EQ(naive["hfu"].get<double>(), naive["mfu"].get<double>());
     EXPECT_EQ(re["mfu_peak_gflops"].get<double>(), 100.0);
+}
+
+TEST(WorkloadFlops, IntegerDotVariantsAreJudgedByTheInt8Peak) {
+    const auto& naive = row("naive");
+    const auto& v = row("int_dot");
+    EXPECT_EQ(naive["compute_dtype"], "f32");
+    EXPECT_EQ(v["compute_dtype"], "int8");
+    EXPECT_EQ(v["mfu_peak_gflops"].get<double>(), 400.0);
+    EXPECT_DOUBLE_EQ(v["mfu"].get<double>(), v["gflops"].get<double>() / 400.0);
+    // the compute roof too: min(peak, intensity x bandwidth) with the int8 peak
+    const double roof = std::min(400.0, v["intensity"].get<double>() * 10.0);
+    EXPECT_DOUBLE_EQ(v["roof_gflops"].get<double>(), roof);
+    EXPECT_DOUBLE_EQ(naive["roof_gflops"].get<double>(), std::min(100.0, naive["intensity"].get<double>() * 10.0));
 }
 
 TEST(WorkloadChecks, PerOutputModesJudgeEachOutput) {

@@ -44,13 +44,15 @@ QuantSpec spec_of(std::string name) {
 }
 
 // How a variant rounds x, from its name, written out here rather than asked
-// of the code under test: bf16 for bf16, int8 per 32 for int8, per G for int4.
+// of the code under test: bf16 for bf16, int8 per 32 for int8, per G for int4
+// (rung 5) and per 256 for int4 repacked (rung 6).
 mw::precision::ActSpec acts_of(const std::string& name) {
     if (name.find("_dot") == std::string::npos) return {};
     const QuantSpec w = spec_of(name);
     if (w.format == Format::bf16) return {mw::precision::ActRound::bf16};
     if (w.format == Format::int8_channel) return {mw::precision::ActRound::int8, 32};
-    return {mw::precision::ActRound::int8, w.group};
+    const bool repacked = name.find("_repacked") != std::string::npos;
+    return {mw::precision::ActRound::int8, repacked ? 256 : w.group};
 }
 
 using mw::test::Case;
@@ -66,6 +68,7 @@ std::vector<mw::Shape> shapes(const std::string& /*op*/, bool emu) {
     s.push_back(shape(7, 200, 5));    // partial last group for G = 64, 128
     s.push_back(shape(65, 256, 8));   // two full batch blocks
     if (!emu) s.push_back(shape(300, 1000, 2));
+    s.push_back(shape(33, 600, 8));  // several of x's int8 blocks of 256, the last partial, at b = 8
     return s;
 }
 
@@ -122,7 +125,7 @@ TEST(GemvQDotActs, SimdQuantizerMatchesReferenceBits) {
     for (const char* isa : {"avx512", "avx2"}) {
         setenv("MEMWALL_ISA", isa, 1);
         for (std::int64_t n : {1, 7, 33, 100, 129, 1000})
-            for (int block : {32, 64, 128}) {
+            for (int block : {32, 64, 128, 256}) {
                 const std::int64_t ld = (n + block - 1) / block * block, b = 2;
                 mw::Buffer xb = mw::Buffer::make("x", mw::DType::f32, std::size_t(b * n));
                 mw::fill_uniform(xb, 1000 + n, -3.0, 3.0);
