@@ -26,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <new>
 #include <string>
 
@@ -101,7 +102,16 @@ ParallelTimes best_parallel_times(int nt, int reps, Body body) {
     return r;
 }
 
-bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
+// AVX-512 kernels where the CPU has AVX-512F, unless MEMWALL_ISA=avx2 asks
+// for the AVX2 path (as every rung's dispatch does): then the peaks, the
+// datapath line and the bandwidth kernels are the AVX2 ones.
+bool has_avx512() {
+    const char* force = std::getenv("MEMWALL_ISA");
+    if (force && *force && std::string(force) != "avx2" && std::string(force) != "avx512")
+        throw std::invalid_argument(std::string("MEMWALL_ISA='") + force + "' is not an ISA; choices: avx512, avx2");
+    if (force && std::string(force) == "avx2") return false;
+    return __builtin_cpu_supports("avx512f");
+}
 bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 // ---------------------------------------------------------------- DRAM triad

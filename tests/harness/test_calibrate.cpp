@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "harness/ceilings.hpp"
 
@@ -32,6 +35,37 @@ TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
         if (p.dtype == "fp32" && p.threads == 1) one = std::max(one, p.gflops);
     EXPECT_GE(one / c.clock_ghz, 7.0);
     EXPECT_LE(one / c.clock_ghz, 70.0);
+}
+
+// MEMWALL_ISA=avx2 measures the AVX2 peak, as the rungs then run: on a CPU
+// with two 256-bit FMA pipes (Zen 4, Xeons) that is 32 fp32 FLOP per cycle
+// per core, and the datapath line names 256-bit FMAs.
+TEST(Calibrate, Avx2DispatchMeasuresTheAvx2Peak) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
+    ::setenv("MEMWALL_ISA", "avx2", 1);
+    auto c = mw::calibrate_cpu(1, true);
+    ::unsetenv("MEMWALL_ISA");
+    double one = 0;
+    for (const auto& p : c.peaks) {
+        EXPECT_EQ(p.isa.find("avx512"), std::string::npos) << p.isa;
+        if (p.dtype == "fp32" && p.threads == 1) one = std::max(one, p.gflops);
+    }
+    const double per_cycle = one / c.clock_ghz;
+    EXPECT_GE(per_cycle, 12.0);  // at least one 256-bit FMA a cycle, give or take noise
+    EXPECT_LE(per_cycle, 36.0);  // never above two 256-bit FMA pipes
+    EXPECT_NE(mw::fma_datapath(c, per_cycle).find("256-bit FMA"), std::string::npos) << mw::fma_datapath(c, per_cycle);
+}
+
+TEST(Calibrate, AnUnknownIsaIsRejectedByName) {
+    ::setenv("MEMWALL_ISA", "avx9", 1);
+    try {
+        mw::calibrate_cpu(1, true);
+        ADD_FAILURE() << "MEMWALL_ISA=avx9 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("avx9"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("avx512, avx2"), std::string::npos) << e.what();
+    }
+    ::unsetenv("MEMWALL_ISA");
 }
 
 TEST(Calibrate, JsonRoundTrip) {
