@@ -31,6 +31,7 @@
 #include <string>
 
 #include "harness/ceilings.hpp"
+#include "harness/isa.hpp"
 
 namespace mw {
 namespace {
@@ -105,13 +106,7 @@ ParallelTimes best_parallel_times(int nt, int reps, Body body) {
 // AVX-512 kernels where the CPU has AVX-512F, unless MEMWALL_ISA=avx2 asks
 // for the AVX2 path (as every rung's dispatch does): then the peaks, the
 // datapath line and the bandwidth kernels are the AVX2 ones.
-bool has_avx512() {
-    const char* force = std::getenv("MEMWALL_ISA");
-    if (force && *force && std::string(force) != "avx2" && std::string(force) != "avx512")
-        throw std::invalid_argument(std::string("MEMWALL_ISA='") + force + "' is not an ISA; choices: avx512, avx2");
-    if (force && std::string(force) == "avx2") return false;
-    return __builtin_cpu_supports("avx512f");
-}
+bool has_avx512() { return !isa::avx2_forced() && __builtin_cpu_supports("avx512f"); }
 bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 // ---------------------------------------------------------------- DRAM triad

@@ -41,12 +41,17 @@ inline bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("a
 
 // AVX-512 where present, unless MEMWALL_ISA=avx2; else AVX2. Throws if the
 // CPU has neither feature set.
-inline Isa pick() {
+// Whether MEMWALL_ISA=avx2 asks for the AVX2 path; an unknown value throws,
+// naming it and the choices.
+inline bool avx2_forced() {
     const char* force = std::getenv("MEMWALL_ISA");
     if (force && *force && std::string_view(force) != "avx2" && std::string_view(force) != "avx512")
         throw std::invalid_argument(std::string("MEMWALL_ISA='") + force + "' is not an ISA; choices: avx512, avx2");
-    const bool want_avx2 = force && std::string_view(force) == "avx2";
-    if (!want_avx2 && has_avx512()) return Isa::avx512;
+    return force && std::string_view(force) == "avx2";
+}
+
+inline Isa pick() {
+    if (!avx2_forced() && has_avx512()) return Isa::avx512;
     if (has_avx2()) return Isa::avx2;
     throw std::runtime_error("memwall: this CPU has neither AVX-512 (F, VL, DQ, BW) nor AVX2+FMA+F16C");
 }
