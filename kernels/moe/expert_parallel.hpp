@@ -61,6 +61,12 @@ double offrank_rows(const std::vector<std::int64_t>& counts, const Split& s, int
 // a, b, h of T k rows (24 T k d_ff bytes); the exchange is counted apart.
 double exchange_rung_bytes(const Shape& s, DType);
 
+// The cost model of both exchanges (dispatch and combine), fp32 rows:
+// 2 T k d dtype (P - 1) / P bytes cross between ranks in all.
+inline double alltoall_bytes_model(long T, long k, long d, int P) {
+    return 2.0 * double(T) * double(k) * double(d) * 4.0 * (P - 1) / P;
+}
+
 using Clock = std::chrono::steady_clock;
 inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

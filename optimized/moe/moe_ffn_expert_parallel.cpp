@@ -154,7 +154,7 @@ Instance prepare_expert_parallel(Problem& p) {
         const double n = double(std::max(1L, s.calls));
         // The alpha-beta model: per rank, P - 1 messages and its share of
         // 2 T k d 4 (P-1)/P bytes, in each of the two exchanges.
-        const double model_bytes = 2.0 * double(T) * k * double(d) * 4.0 * (P - 1) / P;
+        const double model_bytes = mw::moe::ep::alltoall_bytes_model(T, k, d, P);
         c["ranks"] = P;
         c["alpha_us"] = s.alpha * 1e6;
         c["beta_gbps"] = s.beta / 1e9;

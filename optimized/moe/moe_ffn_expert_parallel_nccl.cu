@@ -214,7 +214,7 @@ mw::Instance prepare_nccl(mw::Problem& p) {
         auto c = mw::moe::ffn_counters(p, -1);
         c["ranks"] = P;
         c["alltoall_bytes"] = st->offrank_bytes;                                  // both exchanges, all ranks
-        c["alltoall_bytes_model"] = 2.0 * double(T) * k * double(d) * 4.0 * (P - 1) / P;  // 2 T k d dtype (P-1)/P
+        c["alltoall_bytes_model"] = mw::moe::ep::alltoall_bytes_model(T, k, d, P);
         return c;
     };
     return inst;

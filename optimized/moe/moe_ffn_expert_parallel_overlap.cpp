@@ -287,7 +287,7 @@ Instance prepare_overlap(Problem& p) {
         const Split split{a.T, a.E, P};
         // The alpha-beta model: per rank, C (P - 1) messages and its share of
         // 2 T k d 4 (P-1)/P bytes, in each of the two exchanges.
-        const double model_bytes = 2.0 * double(a.T) * a.k * double(a.d) * 4.0 * (P - 1) / P;
+        const double model_bytes = mw::moe::ep::alltoall_bytes_model(a.T, a.k, a.d, P);
         c["ranks"] = P;
         c["chunks"] = C;
         c["alpha_us"] = s.alpha * 1e6;
