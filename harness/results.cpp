@@ -114,9 +114,9 @@ nlohmann::json machine_info() {
     // The vendor rung's own view of the CPU (see harness/main.cpp).
     m["openblas"] = {{"core", openblas_get_corename()}, {"config", openblas_get_config()},
                      {"coretype_env", std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : ""}};
-    // How OpenMP's idle threads wait changes short parallel regions' times by
-    // up to 1.6x (a cached decode step: spinning 0.38 ms, sleeping 0.62 ms);
-    // record it, so that runs are compared under the same policy.
+    // How OpenMP's idle threads wait (spinning or sleeping) changes the time
+    // of short parallel regions, a cached decode step's for one; record it,
+    // so that runs are compared under the same policy.
     const char* wait = std::getenv("OMP_WAIT_POLICY");
     m["omp_wait_policy"] = wait && *wait ? std::string(wait) : std::string("default");
     m["gpu"] = gpu_machine_info();
@@ -494,7 +494,7 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
                       wn = now["machine"].value("omp_wait_policy", "unrecorded");
     if (wb != wn)
         os << "**OMP_WAIT_POLICY differs: base " << wb << ", new " << wn
-           << ".** It alone moves short parallel regions by up to 1.6x; re-run one side with the other's.\n\n";
+           << ".** It alone moves the times of short parallel regions; re-run one side with the other's.\n\n";
     os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) |\n|---|---:|---:|---:|---|\n";
     int matched = 0;
     for (auto& r : now["runs"]) {
