@@ -28,6 +28,8 @@ struct Ceilings {
     // DRAM read-only bandwidth (a streaming sum) per thread count, GB/s: the
     // roof of read-dominated ops (a GEMV reads W and writes one vector).
     std::vector<double> dram_read_by_threads_gbps;
+    std::string dram_read_method;  // the access pattern behind the all-threads read figure
+    std::string dram_pages;        // the pages the DRAM arrays sat on: "1024 of 1024 MiB on 2 MiB pages (...)"
     // Working-set sweep (one thread and all threads), read+write GB/s of an
     // in-place update a[i] += c. working_set_bytes is the total over threads.
     std::vector<BandwidthPoint> cache_sweep_1t;
@@ -73,6 +75,10 @@ const GpuSpec* find_gpu_spec(const std::string& name);
 
 // CPU calibration. `quick` shortens every measurement (for tests and smoke runs).
 Ceilings calibrate_cpu(int max_threads, bool quick);
+// The read-only DRAM bandwidth with `threads` threads, quick (256 MiB, best
+// of 5 per access pattern, ~0.2 s): `memwall run --rounds` measures it
+// between rounds, so the read roof is taken in the same minutes as the ops.
+double measure_dram_read_gbps(int threads);
 
 // The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
 double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");

@@ -82,9 +82,11 @@ void print_ceilings(const Ceilings& c) {
     std::printf("DRAM triad bandwidth (STREAM convention, 24 B/element):\n");
     for (std::size_t i = 0; i < c.dram_triad_gbps.size(); ++i)
         std::printf("  %zu thread%s  %7.2f GB/s\n", i + 1, i ? "s" : " ", c.dram_triad_gbps[i]);
-    std::printf("DRAM read-only bandwidth (a streaming sum):\n");
+    std::printf("DRAM read-only bandwidth (a streaming sum%s%s):\n", c.dram_read_method.empty() ? "" : ", best pattern: ",
+                c.dram_read_method.c_str());
     for (std::size_t i = 0; i < c.dram_read_by_threads_gbps.size(); ++i)
         std::printf("  %zu thread%s  %7.2f GB/s\n", i + 1, i ? "s" : " ", c.dram_read_by_threads_gbps[i]);
+    if (!c.dram_pages.empty()) std::printf("DRAM arrays' pages: %s\n", c.dram_pages.c_str());
     std::printf("Cache plateaus (all threads): L1 %.1f GB/s, L2 %.1f GB/s, L3 %.1f GB/s\n", c.l1_gbps, c.l2_gbps,
                 c.l3_gbps);
     if (c.clock_ghz > 0) {
@@ -146,6 +148,10 @@ int cli_main(int argc, char** argv) {
                   "Run the naive rung only if named with --variant (no 'vs naive' speedups then)");
     run->add_option("--seed", req.seed, "Seed of the generated inputs")->default_val(42);
     run->add_option("--budget", req.timing.budget_s, "Seconds of timed calls per variant")->default_val(3.0);
+    run->add_option("--rounds", req.rounds,
+                    "Time every variant this many times, round-robin per shape, with statistics over all rounds; on "
+                    "the CPU the DRAM read roof is re-measured before each round (a noisy shared host)")
+        ->default_val(1);
     run->add_option("--out", out_path, "Write results JSON here (and .md/.csv beside it)");
     run->add_option("--out-dir", out_dir,
                     "Write one results file per lever here, <lever>-<backend>.json (+ .md, .csv), each as soon as "
@@ -226,6 +232,8 @@ int cli_main(int argc, char** argv) {
                 throw UsageError("--threads " + std::to_string(threads) + " is out of range; valid: 1.." +
                                  std::to_string(4 * hw) + " (this machine has " + std::to_string(hw) + ")");
             if (req.timing.budget_s < 0) throw UsageError("--budget must be >= 0 seconds");
+            if (req.rounds < 1 || req.rounds > 100)
+                throw UsageError("--rounds " + std::to_string(req.rounds) + " is out of range; valid: 1..100");
             req.threads = threads;
             if (req.quick) {
                 req.timing.budget_s = std::min(req.timing.budget_s, 0.3);

@@ -1,10 +1,14 @@
 #include "harness/memtrack.hpp"
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <new>
+#include <string>
 
 namespace mw::memtrack {
 
@@ -22,6 +26,15 @@ void on_alloc(void* p) {
 void on_free(void* p) {
     if (p) g_live.fetch_sub(malloc_usable_size(p), std::memory_order_relaxed);
 }
+void count_alloc(std::size_t n) {
+    const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
+    std::size_t peak = g_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+}
+
+constexpr std::size_t kPage = 4096, kHuge = std::size_t(2) << 20;
+std::size_t whole_pages(std::size_t n) { return ((n ? n : 1) + kPage - 1) / kPage * kPage; }
 
 }  // namespace
 
@@ -35,6 +48,39 @@ void* allocate(std::size_t n, std::size_t align) {
 void release(void* p) noexcept {
     on_free(p);
     std::free(p);
+}
+
+void* allocate_pages(std::size_t bytes) {
+    const std::size_t n = whole_pages(bytes);
+    // Map 2 MiB more than asked, then unmap the ragged ends so the start
+    // sits on a 2 MiB boundary (mmap alone only promises 4 KiB).
+    const std::size_t span = n + kHuge;
+    void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    const auto base = reinterpret_cast<std::uintptr_t>(m);
+    const std::uintptr_t start = (base + kHuge - 1) / kHuge * kHuge;
+    if (start > base) munmap(m, start - base);
+    if (base + span > start + n) munmap(reinterpret_cast<void*>(start + n), base + span - (start + n));
+    void* p = reinterpret_cast<void*>(start);
+    madvise(p, n, MADV_HUGEPAGE);  // advice only: where THP is "never" it is refused, harmlessly
+    count_alloc(n);
+    return p;
+}
+void release_pages(void* p, std::size_t bytes) noexcept {
+    if (!p) return;
+    const std::size_t n = whole_pages(bytes);
+    munmap(p, n);
+    g_live.fetch_sub(n, std::memory_order_relaxed);
+}
+
+const char* transparent_hugepages() {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    if (!std::getline(f, line)) return "unknown";
+    // "always [madvise] never": the bracketed word is the mode in force.
+    for (const char* mode : {"always", "madvise", "never"})
+        if (line.find(std::string("[") + mode + "]") != std::string::npos) return mode;
+    return "unknown";
 }
 
 std::size_t live_bytes() { return g_live.load(); }

@@ -106,6 +106,13 @@ Buffer Buffer::make(std::string name, DType dtype, std::size_t count, std::vecto
     std::size_t alloc = ((bytes + 63) / 64) * 64 + 64;  // never zero, 64-byte multiple
     // Through the tracker, so that peak-memory figures see every buffer
     // (problem inputs, packed copies a variant makes with Buffer::make).
+    // Large buffers on huge pages where the OS grants them (memtrack.hpp).
+    if (alloc >= memtrack::kPagesFrom) {
+        void* p = memtrack::allocate_pages(alloc);
+        b.data = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p),
+                                              [alloc](std::byte* q) { memtrack::release_pages(q, alloc); });
+        return b;
+    }
     void* p = memtrack::allocate(alloc, 64);
     b.data = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { memtrack::release(q); });
     return b;

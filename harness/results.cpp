@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "harness/gpu.hpp"
+#include "harness/memtrack.hpp"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
@@ -119,6 +120,9 @@ nlohmann::json machine_info() {
     // so that runs are compared under the same policy.
     const char* wait = std::getenv("OMP_WAIT_POLICY");
     m["omp_wait_policy"] = wait && *wait ? std::string(wait) : std::string("default");
+    // Buffers of 2 MiB and more are advised as huge pages; whether the
+    // kernel grants them ("never" refuses) moves a DRAM stream's rate.
+    m["transparent_hugepages"] = memtrack::transparent_hugepages();
     m["gpu"] = gpu_machine_info();
     return m;
 }
@@ -343,6 +347,8 @@ std::string report_markdown(const nlohmann::json& doc) {
     os << "- commit: " << m.value("git_commit", "?") << (m.value("git_dirty", false) ? " (with local changes)" : "")
        << "\n";
     if (m.contains("omp_wait_policy")) os << "- OMP_WAIT_POLICY: " << m["omp_wait_policy"].get<std::string>() << "\n";
+    if (m.contains("transparent_hugepages"))
+        os << "- transparent huge pages: " << m["transparent_hugepages"].get<std::string>() << "\n";
     const auto& c = doc["ceilings"];
     if (c.contains("dram_triad_gbps") && !c["dram_triad_gbps"].empty())
         os << "- ceilings (" << c.value("source", "?") << "): DRAM triad " << fmt(c["dram_triad_gbps"].back().get<double>())
@@ -495,6 +501,11 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
     if (wb != wn)
         os << "**OMP_WAIT_POLICY differs: base " << wb << ", new " << wn
            << ".** It alone moves the times of short parallel regions; re-run one side with the other's.\n\n";
+    const std::string hb = base["machine"].value("transparent_hugepages", "unrecorded"),
+                      hn = now["machine"].value("transparent_hugepages", "unrecorded");
+    if (hb != hn)
+        os << "**Transparent huge pages differ: base " << hb << ", new " << hn
+           << ".** A DRAM stream through 4 KiB pages can be much slower than through 2 MiB ones.\n\n";
     os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) |\n|---|---:|---:|---:|---|\n";
     int matched = 0;
     for (auto& r : now["runs"]) {

@@ -504,9 +504,12 @@ bool needed_as_identical(const Group& g, const Variant& v) {
     return false;
 }
 
-// Prepares, checks, times and checks again one variant; fills `r`.
-void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak, json& r, json& gbench,
-                 std::ostream& progress) {
+void set_time(json& r, const TimingStats& t);
+
+// Prepares, checks, times and checks again one variant; fills `r` and
+// returns the timing (its samples, for merging rounds).
+TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, double peak, json& r, json& gbench,
+                        std::ostream& progress) {
     const Op& op = g.op;
     Problem& p = g.problem;
     // Lossy variants are judged against the function they claim to compute.
@@ -549,12 +552,30 @@ void run_variant(const Variant& v, Group& g, const RunRequest& req, double peak,
     if (!counters.empty()) r["counters"] = counters;
     if (!series.empty()) r["series"] = series;
     if (!inst.path.empty()) r["path"] = inst.path;
-    r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
-                   {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
-                   {"cold", t.cold}};
+    set_time(r, t);
     add_rates(r, t.min, peak);
     if (inst.workspace_bytes) r["workspace_bytes"] = inst.workspace_bytes;
     report_progress(progress, r, t);
+    return t;
+}
+
+void set_time(json& r, const TimingStats& t) {
+    r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
+                   {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
+                   {"cold", t.cold}};
+}
+
+// Folds a later round's row into the first: the verdict holds only if every
+// round was correct (a wrong round's message and error are kept), the
+// timing is over all rounds' samples.
+void merge_round(json& r, const json& later, const TimingStats& merged, double peak) {
+    if (r.value("correct", false) && !later.value("correct", false)) {
+        r["correct"] = false;
+        for (const char* k : {"check_message", "error", "bit_identical"})
+            if (later.contains(k)) r[k] = later[k];
+    }
+    set_time(r, merged);
+    add_rates(r, merged.min, peak);
 }
 
 // Ratios within one group: speedups from best-of-N times, memory from peaks.
@@ -640,6 +661,11 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     if (!job) prog.total = count_variants(plans);
     if (prog.start_s < 0) prog.start_s = steady_s();
     doc["timeline"] = json::array();
+    // The roofs the ratios use: the ceilings, with any read figure measured
+    // between rounds that beats the file's.
+    Ceilings roofs = ceilings;
+    std::vector<double> read_rounds;
+    std::vector<std::vector<std::size_t>> plan_rows;
 
     for (auto& plan : plans) {
         const Op& op = *plan.op;
@@ -653,41 +679,104 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
         progress << " done\n";
         Group group{op, plan, p, oracle, hashes, req};
         std::vector<std::size_t> group_rows;
-
-        for (const Variant* v : plan.variants) {
-            progress << "   [" << prog.done + 1 << "/" << prog.total << "] " << op.lever << " / " << op.name
-                     << " rung " << v->rung << " " << v->name << eta_text(prog) << " ..." << std::flush;
-            ++prog.done;
-            const double variant_start = steady_s();
-            json r = base_row(op, *v, plan, req, threads);
-            std::string why;
-            if (!runnable_here(*v, &why)) {
-                r["ran"] = false;
-                r["skip_reason"] = why;
-                r["correct"] = false;
-                mark_not_timed(r);
-                progress << " not run: " << why << "\n";
-                doc["runs"].push_back(r);
-                continue;
+        // Per variant of the plan: its row, timing and peak over the rounds
+        // (rows stay in the plan's order).
+        struct Slot {
+            json row;
+            TimingStats time;
+            double peak = 0;
+            bool timed = false;
+        };
+        std::vector<Slot> slots(plan.variants.size());
+        const int rounds = std::max(1, req.rounds);
+        for (int round = 0; round < rounds; ++round) {
+            if (rounds > 1) {
+                progress << "   round " << round + 1 << " of " << rounds;
+                if (req.backend == Backend::cpu) {
+                    const double g = measure_dram_read_gbps(threads);
+                    read_rounds.push_back(g);
+                    auto& by_threads = roofs.dram_read_by_threads_gbps;
+                    if (by_threads.size() < std::size_t(threads)) by_threads.resize(std::size_t(threads), 0.0);
+                    by_threads[std::size_t(threads) - 1] = std::max(by_threads[std::size_t(threads) - 1], g);
+                    char line[96];
+                    std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
+                    progress << line;
+                }
+                progress << "\n";
             }
-            omp_set_num_threads(threads);
-            r["ran"] = true;
-            try {
+            for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) {
+                const Variant* v = plan.variants[vi];
+                Slot& slot = slots[vi];
+                if (round == 0) progress << "   [" << prog.done + 1 << "/" << prog.total << "] ";
+                else progress << "   [round " << round + 1 << "] ";
+                progress << op.lever << " / " << op.name << " rung " << v->rung << " " << v->name
+                         << (round == 0 ? eta_text(prog) : "") << " ..." << std::flush;
+                if (round == 0) ++prog.done;
+                const double variant_start = steady_s();
+                json r = base_row(op, *v, plan, req, threads);
+                std::string why;
+                if (!runnable_here(*v, &why)) {
+                    if (round > 0) {
+                        progress << " not run\n";
+                        continue;
+                    }
+                    r["ran"] = false;
+                    r["skip_reason"] = why;
+                    r["correct"] = false;
+                    mark_not_timed(r);
+                    progress << " not run: " << why << "\n";
+                    slot.row = r;
+                    continue;
+                }
+                omp_set_num_threads(threads);
+                r["ran"] = true;
                 const std::string compute = v->compute.empty() ? to_string(plan.dtype) : v->compute;
-                run_variant(*v, group, req, peak_for_mfu(ceilings, v->backend, compute), r, gbench, progress);
-            } catch (const std::exception& e) {
-                r["correct"] = false;
-                r["check_message"] = std::string("failed to run: ") + e.what();
-                mark_not_timed(r);
-                progress << " FAILED: " << e.what() << "\n";
+                const double peak = peak_for_mfu(ceilings, v->backend, compute);
+                TimingStats t;
+                bool ok = true;
+                try {
+                    t = run_variant(*v, group, req, peak, r, gbench, progress);
+                } catch (const std::exception& e) {
+                    ok = false;
+                    r["correct"] = false;
+                    r["check_message"] = std::string("failed to run: ") + e.what();
+                    mark_not_timed(r);
+                    progress << " FAILED: " << e.what() << "\n";
+                }
+                r["wall_s"] = steady_s() - variant_start;
+                if (round == 0 || !slot.row.value("ran", false)) {
+                    slot.row = r;
+                    slot.time = t;
+                    slot.timed = ok;
+                    slot.peak = peak;
+                } else if (!ok) {
+                    slot.row["correct"] = false;  // a round that failed fails the variant
+                    slot.row["check_message"] = r["check_message"];
+                    slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
+                } else {
+                    slot.time = slot.timed ? merge_timing(slot.time, t) : t;
+                    slot.timed = true;
+                    slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
+                    merge_round(slot.row, r, slot.time, slot.peak);
+                }
             }
-            r["wall_s"] = steady_s() - variant_start;
-            group_rows.push_back(doc["runs"].size());
-            doc["runs"].push_back(r);
         }
-        add_group_ratios(doc["runs"], group_rows, req, ceilings);
+        for (auto& slot : slots) {
+            if (rounds > 1 && slot.row.value("ran", false)) slot.row["rounds"] = rounds;
+            if (slot.row.value("ran", false)) group_rows.push_back(doc["runs"].size());
+            doc["runs"].push_back(std::move(slot.row));
+        }
+        plan_rows.push_back(group_rows);
         doc["timeline"].push_back({{"lever", op.lever}, {"op", op.name}, {"shape", plan.shape.str()},
                                    {"wall_s", steady_s() - plan_start}});
+    }
+    // Ratios once every round is in: the roof is the best read figure of the
+    // whole run (the ceilings file's, or one measured between rounds).
+    for (const auto& rows : plan_rows) add_group_ratios(doc["runs"], rows, req, roofs);
+    if (!read_rounds.empty()) {
+        doc["ceilings"]["dram_read_rounds_gbps"] = read_rounds;
+        doc["ceilings"]["dram_read_by_threads_gbps"] = roofs.dram_read_by_threads_gbps;
+        doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(roofs);
     }
     doc["gbench"] = gbench;
     return doc;

@@ -32,6 +32,12 @@ struct RunRequest {
     bool quick = false;
     bool cold = false;
     bool skip_naive = false;            // the naive rung runs only if named in `variants`
+    // Rounds per shape: every variant is timed `rounds` times, round-robin,
+    // and its statistics are over all rounds' samples, so a quiet or a busy
+    // minute of a shared host falls on every variant alike. With more than
+    // one round on the CPU, the read-only DRAM roof is measured again before
+    // each round and the roof is the best of those and the ceilings file's.
+    int rounds = 1;
     std::uint64_t seed = 42;
     TimingOptions timing;
     std::string command_line;           // recorded in the results

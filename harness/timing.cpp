@@ -65,7 +65,28 @@ std::size_t llc_bytes() {
     return c > 0 ? static_cast<std::size_t>(c) : (64u << 20);
 }
 
+// s with its sample statistics computed from `v` (seconds per call).
+TimingStats with_samples(TimingStats s, std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    s.per_call = v;
+    s.samples = static_cast<int>(v.size());
+    if (v.empty()) return s;
+    s.min = v.front();
+    s.max = v.back();
+    s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+    return s;
+}
+
 }  // namespace
+
+TimingStats merge_timing(const TimingStats& a, const TimingStats& b) {
+    std::vector<double> v = a.per_call;
+    v.insert(v.end(), b.per_call.begin(), b.per_call.end());
+    TimingStats s = a;
+    s.iterations = std::max(a.iterations, b.iterations);
+    return with_samples(s, v);
+}
 
 void evict_cpu_caches() {
     // Twice the LLC, capped: a VM may report a huge shared L3 of which only a
@@ -129,15 +150,7 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
     TimingStats s;
     s.cold = opts.cold;
     s.iterations = iters;
-    auto v = rep.per_call;
-    if (v.empty()) return s;
-    std::sort(v.begin(), v.end());
-    s.samples = static_cast<int>(v.size());
-    s.min = v.front();
-    s.max = v.back();
-    s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-    return s;
+    return with_samples(s, rep.per_call);
 }
 
 double percentile(std::vector<double> v, double q, double empty) {

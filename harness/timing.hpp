@@ -30,7 +30,12 @@ struct TimingStats {
     int samples = 0;
     int iterations = 0;  // calls per sample
     bool cold = false;
+    std::vector<double> per_call;  // every sample's seconds per call, sorted
 };
+
+// One set of statistics over the samples of both (e.g. two rounds of the
+// same variant): best, median and the rest over the union of samples.
+TimingStats merge_timing(const TimingStats& a, const TimingStats& b);
 
 // Times `inst` under the name `name`. When `gbench_json` is given it receives
 // Google Benchmark's own JSON document for this benchmark.

@@ -4,13 +4,17 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "tests/run_memwall.hpp"
 #include "harness/gpu.hpp"
+#include "harness/timing.hpp"
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
@@ -49,7 +53,8 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run gemm --shape m5", {"'m5'"}},
                     BadInput{"run gemm --dtype f17", {"'f17'", "f32"}},
                     BadInput{"run gemm --dtype i4", {"'i4'", "f32"}},
-                    BadInput{"run gemm --threads 0", {"--threads", "1.."}}),
+                    BadInput{"run gemm --threads 0", {"--threads", "1.."}},
+                    BadInput{"run gemm --rounds 0", {"--rounds 0", "1..100"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 TEST(Cli, CudaBackendWithoutGpuIsAUsageError) {
@@ -87,6 +92,37 @@ TEST(Cli, QuickRunWritesValidResults) {
     EXPECT_NE(rep.output.find(",blocked,"), std::string::npos) << rep.output;
     fs::remove(out_file());
     fs::remove(md);
+    fs::remove(fs::path(out_file()).replace_extension(".csv"));
+}
+
+// --rounds 2: every variant timed in both rounds (twice the samples of one,
+// a fixed count here), the DRAM read roof measured before each round, and
+// the roof the ratios use is the best of the file's and those.
+TEST(Cli, RoundsMergeSamplesAndRemeasureTheReadRoof) {
+    fs::remove(out_file());
+    auto r = memwall("run gemv_q --shape n_out=33,n_in=100,b=1 --shape n_out=7,n_in=64,b=2 --variant fp32 "
+                     "--skip-naive --threads 1 --budget 0 --rounds 2 --out " + out_file().string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("round 2 of 2"), std::string::npos) << r.output;
+    std::ifstream f(out_file());
+    const auto doc = nlohmann::json::parse(f);
+    ASSERT_EQ(doc["runs"].size(), 2u);
+    for (const auto& run : doc["runs"]) {
+        EXPECT_EQ(run["rounds"], 2);
+        EXPECT_TRUE(run["correct"].get<bool>());
+        EXPECT_EQ(run["time_s"]["samples"].get<int>() % 2, 0);  // budget 0: min_samples per round, both kept
+        EXPECT_GE(run["time_s"]["samples"].get<int>(), 2 * mw::TimingOptions{}.min_samples);
+    }
+    const auto& c = doc["ceilings"];
+    ASSERT_EQ(c["dram_read_rounds_gbps"].size(), 4u);  // 2 shapes x 2 rounds
+    double best = 0;
+    for (const auto& g : c["dram_read_rounds_gbps"]) {
+        EXPECT_GT(g.get<double>(), 0.1);
+        best = std::max(best, g.get<double>());
+    }
+    EXPECT_GE(c["dram_read_gbps"].get<double>(), best);
+    fs::remove(out_file());
+    fs::remove(fs::path(out_file()).replace_extension(".md"));
     fs::remove(fs::path(out_file()).replace_extension(".csv"));
 }
 

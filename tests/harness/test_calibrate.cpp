@@ -23,6 +23,12 @@ TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
     // fp32 SIMD lanes are twice the fp64 ones: the measured peaks must show it.
     EXPECT_GT(mw::peak_gflops(c, "fp32") / mw::peak_gflops(c, "fp64"), 1.4);
     EXPECT_GT(c.l1_gbps, c.dram_triad_gbps.back());
+    // The read roof names the access pattern that won and the pages it read.
+    ASSERT_EQ(c.dram_read_by_threads_gbps.size(), 2u);
+    EXPECT_TRUE(c.dram_read_method == "4 streams per thread" ||
+                c.dram_read_method.find("software prefetch") != std::string::npos)
+        << c.dram_read_method;
+    EXPECT_NE(c.dram_pages.find("transparent huge pages"), std::string::npos) << c.dram_pages;
     EXPECT_FALSE(c.cache_sweep_1t.empty());
     // A core clock from dependent adds: between 0.5 and 7 GHz on anything
     // real, and a one-thread fp32 peak of 8 to 64 FLOPs per cycle (SSE at
@@ -73,6 +79,8 @@ TEST(Calibrate, JsonRoundTrip) {
     auto back = mw::ceilings_from_json(mw::to_json(c));
     EXPECT_EQ(mw::to_json(back), mw::to_json(c));
     EXPECT_DOUBLE_EQ(mw::dram_gbps(back), mw::dram_gbps(c));
+    EXPECT_EQ(back.dram_read_method, c.dram_read_method);
+    EXPECT_EQ(back.dram_pages, c.dram_pages);
 }
 
 TEST(GpuSpecs, KnownGpusAreListed) {

@@ -2,7 +2,9 @@
 // Buffer), a freed one stops counting, and a window starts at the live size.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "harness/memtrack.hpp"
@@ -46,6 +48,30 @@ TEST(MemTrack, BuffersAreTracked) {
     }
     EXPECT_GE(mw::memtrack::peak_bytes() - base, 16u << 20);
     EXPECT_LT(mw::memtrack::live_bytes(), base + (1u << 20));  // released through the tracker
+}
+
+// Large buffers sit on their own 2 MiB-aligned mappings (a huge page can
+// only back an aligned 2 MiB range) and count exactly their whole 4 KiB
+// pages: no allocator slack inflates a peak.
+TEST(MemTrack, LargeBuffersAreHugePageAlignedAndCountedExactly) {
+    for (std::size_t bytes : {std::size_t(2) << 20, (std::size_t(33) << 20) + 5, std::size_t(129) << 20}) {
+        const std::size_t live = mw::memtrack::live_bytes();
+        const std::size_t pages = (bytes + 4095) / 4096 * 4096;
+        void* p = mw::memtrack::allocate_pages(bytes);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20), 0u) << bytes;
+        EXPECT_EQ(mw::memtrack::live_bytes() - live, pages) << bytes;
+        auto* c = static_cast<unsigned char*>(p);
+        c[0] = 1, c[bytes - 1] = 2;  // both ends are mapped and writable
+        EXPECT_EQ(c[0] + c[bytes - 1], 3);
+        mw::memtrack::release_pages(p, bytes);
+        EXPECT_EQ(mw::memtrack::live_bytes(), live) << bytes;
+    }
+    // Buffer::make takes that path from 2 MiB, and the heap's below it.
+    mw::Buffer big = mw::Buffer::make("w", mw::DType::u8, std::size_t(3) << 20);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.data.get()) % (std::size_t(2) << 20), 0u);
+    big.data.get()[(std::size_t(3) << 20) - 1] = std::byte{7};
+    const std::string mode = mw::memtrack::transparent_hugepages();
+    EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unknown") << mode;
 }
 
 }  // namespace
