@@ -285,8 +285,9 @@ ReadResult measure_read(int max_threads, bool quick) {
         std::snprintf(pages, sizeof pages, "huge pages advised (transparent huge pages: %s); grant unknown",
                       memtrack::transparent_hugepages());
     else
-        std::snprintf(pages, sizeof pages, "%.0f of %.0f MiB on 2 MiB pages (transparent huge pages: %s)",
-                      std::max(0.0, huge) / (1 << 20), 4.0 * double(n) / (1 << 20), memtrack::transparent_hugepages());
+        std::snprintf(pages, sizeof pages, "%.0f of %.0f MiB on 2 MiB pages (transparent huge pages: %s%s)",
+                      std::max(0.0, huge) / (1 << 20), 4.0 * double(n) / (1 << 20), memtrack::transparent_hugepages(),
+                      memtrack::huge_pages_advised() ? "" : "; not advised: MEMWALL_HUGEPAGES=0");
     r.pages = pages;
     struct Pattern {
         const char* name;

@@ -62,7 +62,7 @@ void* allocate_pages(std::size_t bytes) {
     if (start > base) munmap(m, start - base);
     if (base + span > start + n) munmap(reinterpret_cast<void*>(start + n), base + span - (start + n));
     void* p = reinterpret_cast<void*>(start);
-    madvise(p, n, MADV_HUGEPAGE);  // advice only: where THP is "never" it is refused, harmlessly
+    if (huge_pages_advised()) madvise(p, n, MADV_HUGEPAGE);  // advice only: THP "never" refuses it, harmlessly
     count_alloc(n);
     return p;
 }
@@ -71,6 +71,14 @@ void release_pages(void* p, std::size_t bytes) noexcept {
     const std::size_t n = whole_pages(bytes);
     munmap(p, n);
     g_live.fetch_sub(n, std::memory_order_relaxed);
+}
+
+bool huge_pages_advised() {
+    static const bool advised = [] {
+        const char* v = std::getenv("MEMWALL_HUGEPAGES");
+        return !(v && std::string(v) == "0");
+    }();
+    return advised;
 }
 
 const char* transparent_hugepages() {

@@ -34,6 +34,10 @@ void release(void* p) noexcept;
 // with release_pages(p, bytes), the same byte count.
 void* allocate_pages(std::size_t bytes);
 void release_pages(void* p, std::size_t bytes) noexcept;
+// MEMWALL_HUGEPAGES=0 leaves the advice out (4 KiB pages, unless THP is
+// "always"), to measure what the pages are worth: `MEMWALL_HUGEPAGES=0
+// memwall calibrate` against `memwall calibrate`.
+bool huge_pages_advised();
 // Buffer::make uses allocate_pages from this size up.
 inline constexpr std::size_t kPagesFrom = std::size_t(2) << 20;
 // The kernel's transparent-huge-page mode ("always", "madvise", "never",

@@ -123,6 +123,7 @@ nlohmann::json machine_info() {
     // Buffers of 2 MiB and more are advised as huge pages; whether the
     // kernel grants them ("never" refuses) moves a DRAM stream's rate.
     m["transparent_hugepages"] = memtrack::transparent_hugepages();
+    m["huge_pages_advised"] = memtrack::huge_pages_advised();
     m["gpu"] = gpu_machine_info();
     return m;
 }
@@ -348,7 +349,8 @@ std::string report_markdown(const nlohmann::json& doc) {
        << "\n";
     if (m.contains("omp_wait_policy")) os << "- OMP_WAIT_POLICY: " << m["omp_wait_policy"].get<std::string>() << "\n";
     if (m.contains("transparent_hugepages"))
-        os << "- transparent huge pages: " << m["transparent_hugepages"].get<std::string>() << "\n";
+        os << "- transparent huge pages: " << m["transparent_hugepages"].get<std::string>()
+           << (m.value("huge_pages_advised", true) ? "" : " (not advised: MEMWALL_HUGEPAGES=0)") << "\n";
     const auto& c = doc["ceilings"];
     if (c.contains("dram_triad_gbps") && !c["dram_triad_gbps"].empty())
         os << "- ceilings (" << c.value("source", "?") << "): DRAM triad " << fmt(c["dram_triad_gbps"].back().get<double>())
@@ -501,8 +503,11 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
     if (wb != wn)
         os << "**OMP_WAIT_POLICY differs: base " << wb << ", new " << wn
            << ".** It alone moves the times of short parallel regions; re-run one side with the other's.\n\n";
-    const std::string hb = base["machine"].value("transparent_hugepages", "unrecorded"),
-                      hn = now["machine"].value("transparent_hugepages", "unrecorded");
+    auto pages = [](const nlohmann::json& m) {
+        return m.value("transparent_hugepages", std::string("unrecorded")) +
+               (m.value("huge_pages_advised", true) ? "" : " (not advised)");
+    };
+    const std::string hb = pages(base["machine"]), hn = pages(now["machine"]);
     if (hb != hn)
         os << "**Transparent huge pages differ: base " << hb << ", new " << hn
            << ".** A DRAM stream through 4 KiB pages can be much slower than through 2 MiB ones.\n\n";

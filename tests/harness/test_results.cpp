@@ -113,6 +113,23 @@ TEST(Results, ReportsListEveryVariant) {
     other["machine"]["omp_wait_policy"] = doc["machine"]["omp_wait_policy"] == "passive" ? "active" : "passive";
     cmp = mw::compare_markdown(doc, other);
     EXPECT_NE(cmp.find("OMP_WAIT_POLICY differs"), std::string::npos) << cmp;
+    EXPECT_EQ(cmp.find("huge pages differ"), std::string::npos) << cmp;
+    // Pages: another THP mode, or the advice switched off, is flagged too.
+    auto pages = doc;
+    pages["machine"]["huge_pages_advised"] = false;
+    cmp = mw::compare_markdown(doc, pages);
+    EXPECT_NE(cmp.find("huge pages differ"), std::string::npos) << cmp;
+    EXPECT_NE(cmp.find("(not advised)"), std::string::npos) << cmp;
+}
+
+// Whether large buffers sat on huge pages moves a DRAM stream's rate: the
+// machine block records the kernel's mode and whether the run advised them.
+TEST(Results, MachineRecordsThePages) {
+    const auto m = mw::machine_info();
+    const std::string mode = m["transparent_hugepages"];
+    EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unknown") << mode;
+    EXPECT_EQ(m["huge_pages_advised"], std::getenv("MEMWALL_HUGEPAGES") == nullptr ||
+                                           std::string(std::getenv("MEMWALL_HUGEPAGES")) != "0");
 }
 
 }  // namespace
