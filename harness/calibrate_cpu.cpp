@@ -178,8 +178,8 @@ std::vector<double> measure_triad(int max_threads, bool quick) {
 //             tracks alone, for machines where one stream leaves DRAM idle;
 //   prefetch  one stream per thread with a software prefetch 16 KiB ahead
 //             into L2 (prefetcht1), as the GEMV rungs do: it keeps more
-//             lines in flight than L1's miss buffers hold. On a 2-core Zen 4
-//             guest through 4 KiB pages: streams ~37, prefetch ~53 GB/s.
+//             lines in flight than L1's miss buffers hold (on the 2-core
+//             Zen 4 guest it won on 2 MiB pages, four streams on 4 KiB ones).
 constexpr size_t kReadPrefetchBytes = 16 << 10;
 
 // Through memory: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized.

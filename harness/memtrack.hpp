@@ -28,8 +28,9 @@ void release(void* p) noexcept;
 // so that where the kernel's transparent huge pages are "madvise" or
 // "always" one TLB entry covers 2 MiB instead of 4 KiB. A stream through
 // 4 KiB pages takes a TLB miss every 64 lines, and under a hypervisor each
-// miss walks two page tables: on a 2-core Zen 4 guest a read-only stream
-// measured ~50 GB/s through 4 KiB pages and ~66 GB/s through 2 MiB ones.
+// miss walks two page tables: on a 2-core Zen 4 guest `memwall calibrate`
+// read 18.9 GB/s on one thread through 4 KiB pages and 30.4 through 2 MiB
+// ones, 20 s apart (results/epyc-kvm-2c/ceilings-pages-*.json).
 // Counted like allocate(): `bytes` rounded up to whole 4 KiB pages. Free
 // with release_pages(p, bytes), the same byte count.
 void* allocate_pages(std::size_t bytes);

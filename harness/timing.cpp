@@ -1,6 +1,7 @@
 #include "harness/timing.hpp"
 
 #include <benchmark/benchmark.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,9 +94,18 @@ void evict_cpu_caches() {
     // slice behaves as cache for us.
     static std::vector<char> junk(std::min<std::size_t>(2 * llc_bytes(), std::size_t(1) << 30), 1);
     volatile char sink = 0;
-    for (std::size_t i = 0; i < junk.size(); i += 64) {
-        junk[i] = static_cast<char>(junk[i] + 1);
-        sink = sink + junk[i];
+    const std::size_t lines = junk.size() / 64;
+#pragma omp parallel
+    {
+        // Each thread its own contiguous share of the lines.
+        const std::size_t t = std::size_t(omp_get_thread_num()), nt = std::size_t(omp_get_num_threads());
+        const std::size_t lo = lines * t / nt, hi = lines * (t + 1) / nt;
+        char s = 0;
+        for (std::size_t i = lo * 64; i < hi * 64; i += 64) {
+            junk[i] = static_cast<char>(junk[i] + 1);
+            s = static_cast<char>(s + junk[i]);
+        }
+        sink = sink + s;
     }
 }
 
