@@ -166,24 +166,24 @@ MW_TARGET_AVX2 inline void store_rows8(const Args& a, std::int64_t p, int h, std
 
 // --- AVX-512 (VNNI / BF16 / F) --------------------------------------------------
 
+// Software prefetch along the panel stream: 8 KiB ahead into L2
+// (prefetcht1), which keeps more lines in flight than L1's miss buffers
+// hold. At b <= 2 the loop is light and bound by memory (measured at 8192^2
+// --cold: int4 b = 1 +15-25% over none). At b = 4 and 8 it was first 4 KiB
+// ahead into L1; once the cold eviction ran on every thread and the weights
+// sat on 2 MiB pages, 8 KiB into L2 measured as fast or faster there too
+// (A/B, same session: int4 b = 4 0.84 against 0.98-1.17 ms, int8 b = 8
+// 1.79-2.05 against 2.27-2.30 ms), so one distance serves every batch.
+inline void prefetch_ahead(const void* at) {
+    __builtin_prefetch(static_cast<const char*>(at) + 2 * kPrefetchBytes, 0, 2);
+}
+
 // acc += dot(u8 quads of w, s8 quad x broadcast): vpdpbusd with a broadcast
 // memory operand. Written as asm because GCC 12 copies the accumulator in
 // and out of a scratch register around every _mm512_dpbusd_epi32. With it
 // the int4 step is one load, three unpack ops and 2 x NB vpdpbusd with the
 // x quad as an embedded broadcast: at b = 8 the loop is bound by vpdpbusd
 // throughput (one 512-bit op per cycle on Zen 4), not by the copies.
-// Software prefetch along the panel stream, by batch size. At b <= 2 the loop
-// is light and bound by memory: 8 KiB ahead into L2 (prefetcht1) keeps more
-// lines in flight than L1's miss buffers hold (measured at 8192^2 --cold:
-// int4 b = 1 +15-25%, int8/bf16/fp32 +2-5%). At b >= 4 the loop is bound by
-// the vector pipes and 4 KiB ahead into L1 measured faster.
-template <int NB>
-inline void prefetch_ahead(const void* at) {
-    const char* p = static_cast<const char*>(at);
-    if constexpr (NB <= 2) __builtin_prefetch(p + 2 * kPrefetchBytes, 0, 2);
-    else __builtin_prefetch(p + kPrefetchBytes, 0, 3);
-}
-
 MW_TARGET_AVX512_VNNI inline __m512i dpbusd_bcst(__m512i acc, __m512i w, const std::uint32_t* x) {
     asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
     return acc;
@@ -219,7 +219,7 @@ MW_TARGET_AVX512_VNNI void panel_i4_vnni(const Args& a, std::int64_t p, std::int
             if (NA == 2) iacc[bb][NA - 1] = _mm512_setzero_si512();
         }
         for (std::int64_t t = 0; t < G / 8; ++t, w += 64, xl += 2 * b, xh += 2 * b) {
-            prefetch_ahead<NB>(w);
+            prefetch_ahead(w);
             const __m512i v = _mm512_loadu_si512(w);
             const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             for (int bb = 0; bb < NB; ++bb) {
@@ -260,7 +260,7 @@ MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int
         for (int bb = 0; bb < NB; ++bb)
             for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
         for (std::int64_t k = g * blk, t = 0; k < (g + 1) * blk; k += 4, w += 64, ++t) {
-            prefetch_ahead<NB>(w);
+            prefetch_ahead(w);
             const __m512i v = _mm512_loadu_si512(w);
             const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
             for (int bb = 0; bb < NB; ++bb)
@@ -288,7 +288,7 @@ MW_TARGET_AVX512_BF16 void panel_bf16_dot(const Args& a, std::int64_t p, std::in
     for (int bb = 0; bb < NB; ++bb)
         for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
     for (std::int64_t t = 0; t < P.kp / 2; ++t, w += 64) {
-        prefetch_ahead<NB>(w);
+        prefetch_ahead(w);
         const __m512bh v = (__m512bh)_mm512_loadu_si512(w);
         const std::uint32_t* x = a.X->x + t * b + b0;
         for (int bb = 0; bb < NB; ++bb)
@@ -308,7 +308,7 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
     for (int bb = 0; bb < NB; ++bb)
         for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
     for (std::int64_t k = 0; k < P.kp; ++k, w += kRows) {
-        prefetch_ahead<NB>(w);
+        prefetch_ahead(w);
         const __m512 v = _mm512_loadu_ps(w);
         for (int bb = 0; bb < NB; ++bb)
             acc[bb][k % NA] = _mm512_fmadd_ps(v, _mm512_set1_ps(xf[k * b + b0 + bb]), acc[bb][k % NA]);
