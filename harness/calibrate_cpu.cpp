@@ -8,7 +8,8 @@
 //   caches    an in-place update a[i] += c swept over working sets from
 //             16 KiB to 256 MiB, one thread and all threads; L1/L2/L3 plateaus
 //             read at points chosen from the cache sizes the OS reports.
-//   compute   chains of independent FMAs (fp32, fp64) and VNNI dot products
+//   compute   chains of independent FMAs (fp32, fp64), bf16 dot products
+//             (vdpbf16ps, where AVX512_BF16 is present) and VNNI dot products
 //             (int8) with the widest SIMD present, 1 thread and all threads.
 //
 // Every figure is the best of N repetitions: on a shared VM the median
@@ -522,6 +523,29 @@ __attribute__((target("avx2,avxvnni"))) double vnni_avx256(long iters) {
     return double(sum);
 }
 
+// bf16: vdpbf16ps multiplies 32 bf16 pairs and adds them in pairs into 16
+// fp32 lanes: 32 multiply-adds = 64 FLOP per instruction, twice the fp32
+// FMA's, if it issued as often; how often it issues differs by core (the
+// Xeon of results/xeon-260m-kvm-2c: a quarter of the FMA's rate), so the
+// peak is measured, never assumed.
+// The inputs are small bf16 numbers so the chains neither overflow nor
+// become denormal within a sample.
+__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_avx512(long iters) {
+    const __m512bh u = (__m512bh)_mm512_set1_epi16(0x3c00), v = (__m512bh)_mm512_set1_epi16(short(0xbc00));  // 2^-7, -2^-7
+    __m512 a[12];
+    for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(0.1f * float(j + 1));
+    for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) a[j] = _mm512_dpbf16_ps(a[j], u, v);
+    }
+    float lanes[16], sum = 0;
+    for (int j = 0; j < 12; ++j) {
+        _mm512_storeu_ps(lanes, a[j]);
+        for (float x : lanes) sum += x;
+    }
+    return sum;
+}
+
 struct PeakKernel {
     std::string dtype, isa;
     double (*fn)(long);
@@ -537,6 +561,8 @@ std::vector<PeakKernel> peak_kernels() {
         k.push_back({"fp32", "avx2+fma", fma_f32_avx2, 12 * 8 * 2});
         k.push_back({"fp64", "avx2+fma", fma_f64_avx2, 12 * 4 * 2});
     }
+    if (has_avx512() && __builtin_cpu_supports("avx512bf16"))
+        k.push_back({"bf16", "avx512_bf16", bf16_dot_avx512, 12 * 32 * 2});
     if (has_avx512() && __builtin_cpu_supports("avx512vnni"))
         k.push_back({"int8", "avx512_vnni", vnni_avx512, 12 * 64 * 2});
     else if (__builtin_cpu_supports("avxvnni"))
@@ -651,6 +677,18 @@ double measure_clock_ghz(bool quick) {
 }
 
 }  // namespace
+
+double bf16_dot_over_fma() {
+    static const double ratio = [] {
+        // The CPU's features, not MEMWALL_ISA's choice: the answer is cached
+        // for the process, and callers check the ISA they run themselves.
+        if (!isa::has_avx512() || !__builtin_cpu_supports("avx512bf16")) return 0.0;
+        const PeakKernel fma{"fp32", "avx512f", fma_f32_avx512, 12 * 16 * 2};
+        const PeakKernel dot{"bf16", "avx512_bf16", bf16_dot_avx512, 12 * 32 * 2};
+        return measure_peak(dot, 1, true) / measure_peak(fma, 1, true);
+    }();
+    return ratio;
+}
 
 double measure_dram_read_gbps(int threads) {
     const ReadResult r = measure_read(threads, true);

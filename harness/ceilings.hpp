@@ -80,6 +80,12 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // between rounds, so the read roof is taken in the same minutes as the ops.
 double measure_dram_read_gbps(int threads);
 
+// vdpbf16ps's FLOP rate over the fp32 FMA's on one core (1.0: as many FLOP
+// per second; 2.0: twice, one vdpbf16ps per FMA), measured once per process
+// (~0.1 s) with calibrate's peak kernels; 0 on a CPU without AVX512_BF16.
+// The repacked bf16 GEMV picks vdpbf16ps or widening + FMAs by it.
+double bf16_dot_over_fma();
+
 // The best measured fp32 peak (all threads) and DRAM bandwidth (all threads).
 double peak_gflops(const Ceilings&, const std::string& dtype = "fp32");
 double dram_gbps(const Ceilings&);

@@ -169,6 +169,11 @@ struct Instance {
     // several (e.g. "avx512_vnni (vpdpbusd)" or its AVX2 fallback); recorded
     // as the result row's `path`. Empty: one path only.
     std::string path;
+    // The arithmetic that path computes in, when it depends on the path
+    // (bf16 dot products by vdpbf16ps, or bf16 widened to fp32 FMAs on
+    // AVX2): overrides Variant::compute for the row's compute_dtype and so
+    // for its MFU, HFU and compute roof. Empty: Variant::compute.
+    std::string compute;
     // GPU variants only: runs the work once on the device and returns its
     // time in seconds measured with CUDA events (flushing L2 first when
     // `cold`). Null on the CPU, where the harness times run() itself.

@@ -506,10 +506,15 @@ bool needed_as_identical(const Group& g, const Variant& v) {
 
 void set_time(json& r, const TimingStats& t);
 
+// The calibrated peak of a compute dtype for the variant at hand.
+using PeakOf = std::function<double(const std::string&)>;
+
 // Prepares, checks, times and checks again one variant; fills `r` and
-// returns the timing (its samples, for merging rounds).
-TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, double peak, json& r, json& gbench,
-                        std::ostream& progress) {
+// returns the timing (its samples, for merging rounds). `peak` (from
+// Variant::compute) is replaced by peak_of(Instance::compute) when the
+// path prepare() chose names another dtype.
+TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, const PeakOf& peak_of, double& peak, json& r,
+                        json& gbench, std::ostream& progress) {
     const Op& op = g.op;
     Problem& p = g.problem;
     // Lossy variants are judged against the function they claim to compute.
@@ -522,6 +527,10 @@ TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, doubl
     const std::vector<Buffer>* same_bits = v.identical_to.empty() ? nullptr : &outputs_of(g, v);
 
     Instance inst = prepare_and_run_once(v, p, r);
+    if (!inst.compute.empty() && inst.compute != r.value("compute_dtype", "")) {
+        r["compute_dtype"] = inst.compute;  // the path prepare() chose computes in another dtype
+        peak = peak_of(inst.compute);
+    }
     if (v.memory_model) {
         json terms = json::object();
         double total = 0;
@@ -607,6 +616,7 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
         const std::string compute = r.value("compute_dtype", "fp32");
         const double roof = req.backend == Backend::cpu ? roof_gflops(ceilings, r["intensity"].get<double>(), compute, read) : 0;
         r["roof_gflops"] = roof > 0 ? json(roof) : json();
+        if (read && req.backend == Backend::cpu) r["dram_read_roof_gbps"] = dram_read_gbps(ceilings);  // this shape's
         r["fraction_of_roof"] = meaningful && roof > 0 ? json(r["gflops"].get<double>() / roof) : json();
         if (r.contains("peak_bytes"))
             r["memory_vs_naive"] = naive_peak > 0 ? json(r["peak_bytes"].get<double>() / naive_peak) : json();
@@ -661,11 +671,18 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     if (!job) prog.total = count_variants(plans);
     if (prog.start_s < 0) prog.start_s = steady_s();
     doc["timeline"] = json::array();
-    // The roofs the ratios use: the ceilings, with any read figure measured
-    // between rounds that beats the file's.
+    // The roofs: `roofs` is the ceilings with the best read figure of the
+    // whole run (the file's, or one measured between rounds), for the
+    // results' ceilings block and the plots; `plan_roofs` are the roofs each
+    // shape's ratios use. With rounds, a shape's read roof is the best of the
+    // figures measured in its own rounds, the minutes its variants were timed
+    // in: each variant and the roof then had the same R chances at a quiet
+    // minute. (The run's best would give the roof R x shapes chances, and
+    // every fraction of it a bias that grows with the number of shapes.)
     Ceilings roofs = ceilings;
     std::vector<double> read_rounds;
     std::vector<std::vector<std::size_t>> plan_rows;
+    std::vector<Ceilings> plan_roofs;
 
     for (auto& plan : plans) {
         const Op& op = *plan.op;
@@ -689,15 +706,22 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
         };
         std::vector<Slot> slots(plan.variants.size());
         const int rounds = std::max(1, req.rounds);
+        Ceilings group_roofs = ceilings;
+        double group_read = 0;  // the best read figure of this shape's rounds
         for (int round = 0; round < rounds; ++round) {
             if (rounds > 1) {
                 progress << "   round " << round + 1 << " of " << rounds;
                 if (req.backend == Backend::cpu) {
                     const double g = measure_dram_read_gbps(threads);
                     read_rounds.push_back(g);
-                    auto& by_threads = roofs.dram_read_by_threads_gbps;
-                    if (by_threads.size() < std::size_t(threads)) by_threads.resize(std::size_t(threads), 0.0);
-                    by_threads[std::size_t(threads) - 1] = std::max(by_threads[std::size_t(threads) - 1], g);
+                    group_read = std::max(group_read, g);
+                    for (Ceilings* c : {&roofs, &group_roofs}) {
+                        auto& by_threads = c->dram_read_by_threads_gbps;
+                        if (by_threads.size() < std::size_t(threads)) by_threads.resize(std::size_t(threads), 0.0);
+                        // the run's best; this shape's own rounds alone
+                        by_threads[std::size_t(threads) - 1] =
+                            c == &roofs ? std::max(by_threads[std::size_t(threads) - 1], g) : group_read;
+                    }
                     char line[96];
                     std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
                     progress << line;
@@ -731,11 +755,12 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
                 omp_set_num_threads(threads);
                 r["ran"] = true;
                 const std::string compute = v->compute.empty() ? to_string(plan.dtype) : v->compute;
-                const double peak = peak_for_mfu(ceilings, v->backend, compute);
+                double peak = peak_for_mfu(ceilings, v->backend, compute);
+                const PeakOf peak_of = [&](const std::string& d) { return peak_for_mfu(ceilings, v->backend, d); };
                 TimingStats t;
                 bool ok = true;
                 try {
-                    t = run_variant(*v, group, req, peak, r, gbench, progress);
+                    t = run_variant(*v, group, req, peak_of, peak, r, gbench, progress);
                 } catch (const std::exception& e) {
                     ok = false;
                     r["correct"] = false;
@@ -767,12 +792,12 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
             doc["runs"].push_back(std::move(slot.row));
         }
         plan_rows.push_back(group_rows);
+        plan_roofs.push_back(group_roofs);
         doc["timeline"].push_back({{"lever", op.lever}, {"op", op.name}, {"shape", plan.shape.str()},
                                    {"wall_s", steady_s() - plan_start}});
     }
-    // Ratios once every round is in: the roof is the best read figure of the
-    // whole run (the ceilings file's, or one measured between rounds).
-    for (const auto& rows : plan_rows) add_group_ratios(doc["runs"], rows, req, roofs);
+    // Ratios once every round is in, each shape against its own roofs.
+    for (std::size_t i = 0; i < plan_rows.size(); ++i) add_group_ratios(doc["runs"], plan_rows[i], req, plan_roofs[i]);
     if (!read_rounds.empty()) {
         doc["ceilings"]["dram_read_rounds_gbps"] = read_rounds;
         doc["ceilings"]["dram_read_by_threads_gbps"] = roofs.dram_read_by_threads_gbps;

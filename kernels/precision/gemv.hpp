@@ -48,6 +48,12 @@ ActSpec dot_acts(const QuantSpec& w);
 // Which instruction the dot rungs use here ("avx512_vnni", "avx2 (vpmaddubsw)",
 // "avx512_bf16", "avx2 (widen + FMA)"): recorded in the results as `path`.
 std::string dot_path(const QuantSpec& w);
+// The arithmetic the dot rungs compute in here, i.e. the
+// calibrated peak their MFU and compute roof are judged by: "int8" for the
+// integer formats (vpdpbusd, or vpmaddubsw on AVX2), "bf16" for bf16 where
+// vdpbf16ps runs, "f32" for bf16 widened to fp32 FMAs, "" for fp32 (the
+// run's dtype).
+std::string dot_compute(const QuantSpec& w);
 void gemv_dot(const QMatrix& m, const float* x, std::int64_t b, float* y, DotActs& scratch);
 }  // namespace cpu
 

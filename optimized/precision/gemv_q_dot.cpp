@@ -146,6 +146,12 @@ std::string dot_path(const QuantSpec& w) {
     return wide && isa::has_avx512_vnni() ? "avx512_vnni (vpdpbusd)" : "avx2 (vpmaddubsw + vpmaddwd)";
 }
 
+std::string dot_compute(const QuantSpec& w) {
+    if (w.format == Format::f32) return "";
+    if (w.format == Format::bf16) return select_isa() == Isa::avx512 && isa::has_avx512_bf16() ? "bf16" : "f32";
+    return "int8";
+}
+
 // --- the row loops ----------------------------------------------------------------
 namespace {
 
@@ -368,6 +374,7 @@ std::function<mw::Instance(mw::Problem&)> prepare_dot(mwp::QuantSpec spec) {
         mw::Instance inst;
         inst.run = [=] { mwp::cpu::gemv_dot(*m, x, b, y, *acts); };
         inst.path = mwp::cpu::dot_path(spec);
+        inst.compute = mwp::cpu::dot_compute(spec);
         return inst;
     };
 }
@@ -378,7 +385,8 @@ mw::Variant dot_variant(std::string name, mwp::QuantSpec spec, std::string ratio
             .rationale = std::move(rationale),
             .needs = {"avx2"},
             .bytes = [spec](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes(spec, s); },
-            .compute = spec.format == mwp::Format::bf16 ? "" : "int8",  // MFU against the int8 (VNNI) peak
+            .compute = spec.format == mwp::Format::bf16 ? "bf16" : "int8",  // MFU against the vdpbf16ps / VNNI peak;
+                                                                            // prepare() names the AVX2 path's
             .prepare = prepare_dot(spec),
             .contract_oracle = mwp::contract_oracle(spec, mwp::cpu::dot_acts(spec))};
 }

@@ -22,6 +22,13 @@
 // VNNI peak, still near the memory time).
 // x is rearranged to match once per call: [k step][batch item] (one cache
 // line serves the broadcasts of up to 16 items); at b = 1 that is x itself.
+// bf16 takes vdpbf16ps only where that instruction does at least the fp32
+// FMAs' FLOP per second; on the Xeon of results/xeon-260m-kvm-2c, which
+// issues it at a quarter of the FMA rate (half their FLOP per second), the
+// same panels are widened to fp32 and multiplied with FMAs: b = 8 at 8192^2
+// 5.7 ms against vdpbf16ps's 6.7, b = 1 unchanged (memory-bound either way)
+// (measured once per process; MEMWALL_BF16=dot|fma forces either; the row's
+// `path` names the one that ran).
 // AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
 // vpmaddwd for int, widen + FMA for bf16). Numerics: as rung 5 (fp32: as
 // rung 1), except int4's x, which is int8 per block of 256 (a whole number of
@@ -33,6 +40,7 @@
 // 8192^2, int4 G = 32). The price: one scale per 256 inputs of x instead of
 // per 32 or 64 (an outlier in x coarsens the rounding of its whole block);
 // the contract oracle rounds x the same way.
+#include "harness/ceilings.hpp"
 #include "harness/inputs.hpp"
 #include "kernels/precision/gemv.hpp"
 #include "optimized/precision/gemv_q_cpu.hpp"
@@ -143,6 +151,7 @@ struct PackedActs {
                                      // group of G for int4, per act block for int8_channel
     std::vector<std::int32_t> q8;    // int4 sym: [group][b] -8 * sum of q, the zero point's share
     std::vector<float> xpad;         // f32 with n_in < kp: x zero-padded to [b][kp]
+    std::vector<float> xw;           // bf16 on the FMA path: x's bf16 values widened, [k][b]
     const std::uint32_t* x = nullptr;
 };
 
@@ -297,6 +306,34 @@ MW_TARGET_AVX512_BF16 void panel_bf16_dot(const Args& a, std::int64_t p, std::in
     for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, NA == 2 ? _mm512_add_ps(acc[bb][0], acc[bb][NA - 1]) : acc[bb][0]);
 }
 
+// bf16 without vdpbf16ps: each 64-byte load becomes two fp32 vectors (row
+// weights k and k+1: a shift and an AND, shared by every batch item), each
+// multiplied by x's widened bf16 value, broadcast from L1, with an FMA.
+// Where vdpbf16ps issues at a quarter of the FMA rate (measured on
+// Sapphire/Emerald Rapids Xeons: 0.45 per cycle against 1.8), that is 2 + 2b
+// FMA-pipe ops per 64 bytes instead of b dot products at 4x the cost: at
+// b = 8, 9 cycles instead of ~18, back under the memory time.
+template <int NB>
+MW_TARGET_AVX512 void panel_bf16_fma(const Args& a, std::int64_t p, std::int64_t b0) {
+    const PackedMatrix& P = *a.P;
+    const std::int64_t b = a.b;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 2) * 64;
+    const float* xw = a.X->xw.data() + b0;  // [k][b]: k even, then k odd
+    const __m512i top = _mm512_set1_epi32(int(0xFFFF0000u));
+    __m512 acc[NB][2];
+    for (int bb = 0; bb < NB; ++bb) acc[bb][0] = acc[bb][1] = _mm512_setzero_ps();
+    for (std::int64_t t = 0; t < P.kp / 2; ++t, w += 64, xw += 2 * b) {
+        prefetch_ahead(w);
+        const __m512i v = _mm512_loadu_si512(w);
+        const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), hi = _mm512_castsi512_ps(_mm512_and_si512(v, top));
+        for (int bb = 0; bb < NB; ++bb) {
+            acc[bb][0] = _mm512_fmadd_ps(lo, _mm512_set1_ps(xw[bb]), acc[bb][0]);
+            acc[bb][1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(xw[b + bb]), acc[bb][1]);
+        }
+    }
+    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, _mm512_add_ps(acc[bb][0], acc[bb][1]));
+}
+
 template <int NB>
 MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64_t b0) {
     constexpr int NA = NB <= 2 ? 2 : 1;
@@ -401,7 +438,7 @@ MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t
         for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, acc[bb][h]);
 }
 
-enum class Path { i4s_vnni, i4a_vnni, i8_vnni, bf16_dot, f32_avx512, int_avx2, float_avx2 };
+enum class Path { i4s_vnni, i4a_vnni, i8_vnni, bf16_dot, bf16_fma, f32_avx512, int_avx2, float_avx2 };
 
 template <int NB>
 void panel(Path path, const Args& a, std::int64_t p, std::int64_t b0) {
@@ -410,17 +447,32 @@ void panel(Path path, const Args& a, std::int64_t p, std::int64_t b0) {
         case Path::i4a_vnni: return panel_i4_vnni<true, NB>(a, p, b0);
         case Path::i8_vnni: return panel_i8_vnni<NB>(a, p, b0);
         case Path::bf16_dot: return panel_bf16_dot<NB>(a, p, b0);
+        case Path::bf16_fma: return panel_bf16_fma<NB>(a, p, b0);
         case Path::f32_avx512: return panel_f32_avx512<NB>(a, p, b0);
         case Path::int_avx2: return panel_int_avx2<NB>(a, p, b0);
         case Path::float_avx2: return panel_float_avx2<NB>(a, p, b0);
     }
 }
 
+// bf16 on AVX-512: vdpbf16ps where it does at least the FMAs' FLOP per
+// second, else widening + FMAs (the Xeon above: half their FLOP rate),
+// measured once per process (harness/ceilings.hpp);
+// MEMWALL_BF16=dot or fma chooses, for A/B runs and the tests of both.
+bool use_vdpbf16ps() {
+    if (!isa::has_avx512_bf16()) return false;
+    const char* e = std::getenv("MEMWALL_BF16");
+    const std::string want = e ? e : "";
+    if (want == "dot") return true;
+    if (want == "fma") return false;
+    if (!want.empty()) throw std::invalid_argument("MEMWALL_BF16=" + want + ": unknown bf16 path (choices: dot, fma; unset: the faster here)");
+    return bf16_dot_over_fma() >= 1.0;
+}
+
 Path path_for(const PackedMatrix& P) {
     const bool wide = select_isa() == Isa::avx512;
     switch (kind_of(P.spec)) {
         case Kind::f32: return wide ? Path::f32_avx512 : Path::float_avx2;
-        case Kind::bf16: return wide && isa::has_avx512_bf16() ? Path::bf16_dot : Path::float_avx2;
+        case Kind::bf16: return !wide ? Path::float_avx2 : use_vdpbf16ps() ? Path::bf16_dot : Path::bf16_fma;
         case Kind::i8: return wide && isa::has_avx512_vnni() ? Path::i8_vnni : Path::int_avx2;
         case Kind::i4:
             return !(wide && isa::has_avx512_vnni()) ? Path::int_avx2 : P.spec.asym ? Path::i4a_vnni : Path::i4s_vnni;
@@ -429,7 +481,7 @@ Path path_for(const PackedMatrix& P) {
 }
 
 // Rounds x (rung 5's functions) and lays it out [k step][batch item].
-void prepare_acts(const PackedMatrix& P, const float* x, std::int64_t b, PackedActs& X) {
+void prepare_acts(const PackedMatrix& P, Path path, const float* x, std::int64_t b, PackedActs& X) {
     const Kind kind = kind_of(P.spec);
     const std::int64_t L = kind == Kind::f32 ? 1 : kind == Kind::bf16 ? 2 : 4, units = P.kp / L;
     const std::uint32_t* nat = nullptr;  // [b][nat_ld], the first `units` of each row used
@@ -445,6 +497,15 @@ void prepare_acts(const PackedMatrix& P, const float* x, std::int64_t b, PackedA
     } else if (kind == Kind::bf16) {
         round_acts_bf16(x, b, P.n_in, P.kp, X.nat);  // nat_ld = units
         nat = reinterpret_cast<const std::uint32_t*>(X.nat.h.data());
+        if (path == Path::bf16_fma) {  // the same bf16 values, widened: [k][b]
+            X.xw.resize(std::size_t(P.kp * b));
+            for (std::int64_t bb = 0; bb < b; ++bb)
+                for (std::int64_t k = 0; k < P.kp; ++k) {
+                    const std::uint32_t bits = std::uint32_t(X.nat.h[std::size_t(bb * P.kp + k)]) << 16;
+                    std::memcpy(&X.xw[std::size_t(k * b + bb)], &bits, 4);
+                }
+            return;
+        }
     } else {
         // x's rows padded to whole blocks (a partial last block: zeros past n_in change no scale)
         const std::int64_t ld = (P.kp + P.acts.block - 1) / P.acts.block * P.acts.block;
@@ -485,8 +546,8 @@ void prepare_acts(const PackedMatrix& P, const float* x, std::int64_t b, PackedA
 }
 
 void gemv_packed(const PackedMatrix& P, const float* x, std::int64_t b, float* y, PackedActs& X) {
-    prepare_acts(P, x, b, X);
     const Path path = path_for(P);
+    prepare_acts(P, path, x, b, X);
     const Args a{&P, &X, b, y};
     // Panels dealt out in chunks of ~256 KiB: long sequential streams.
     const double panel_bytes = double(P.w.size_bytes()) / double(P.panels);
@@ -505,12 +566,23 @@ void gemv_packed(const PackedMatrix& P, const float* x, std::int64_t b, float* y
 
 }  // namespace
 
+std::string repacked_compute(const QuantSpec& s) {
+    switch (path_for(PackedMatrix{.spec = s})) {
+        case Path::bf16_dot: return "bf16";
+        case Path::bf16_fma:
+        case Path::float_avx2: return s.format == Format::f32 ? "" : "f32";
+        case Path::f32_avx512: return "";
+        default: return "int8";
+    }
+}
+
 std::string repacked_path(const QuantSpec& s) {
     switch (path_for(PackedMatrix{.spec = s})) {
         case Path::i4s_vnni:
         case Path::i4a_vnni:
         case Path::i8_vnni: return "avx512_vnni (vpdpbusd, 16-row panels)";
         case Path::bf16_dot: return "avx512_bf16 (vdpbf16ps, 16-row panels)";
+        case Path::bf16_fma: return "avx512 (bf16 widened + FMA, 16-row panels)";
         case Path::f32_avx512: return "avx512 (FMA, 16-row panels)";
         case Path::int_avx2: return "avx2 (vpmaddubsw + vpmaddwd, 8-row halves)";
         case Path::float_avx2: return "avx2 (widen + FMA, 8-row halves)";
@@ -546,6 +618,7 @@ std::function<mw::Instance(mw::Problem&)> prepare_repacked(mwp::QuantSpec spec) 
         mw::Instance inst;
         inst.run = [=] { mwp::cpu::gemv_packed(*m, x, b, y, *X); };
         inst.path = mwp::cpu::repacked_path(spec);
+        inst.compute = mwp::cpu::repacked_compute(spec);
         return inst;
     };
 }
@@ -557,7 +630,7 @@ mw::Variant repacked_variant(std::string name, mwp::QuantSpec spec, std::string 
             .rationale = std::move(rationale),
             .needs = {"avx2"},
             .bytes = [spec](const mw::Shape& s, mw::DType) { return mwp::gemv_bytes(spec, s); },
-            .compute = spec.format == mwp::Format::int8_channel || spec.format == mwp::Format::int4 ? "int8" : "",
+            .compute = spec.format == mwp::Format::f32 ? "" : spec.format == mwp::Format::bf16 ? "bf16" : "int8",
             .prepare = prepare_repacked(spec),
             .contract_oracle = spec.format == mwp::Format::f32 ? nullptr : mwp::contract_oracle(spec, acts)};
 }

@@ -11,7 +11,8 @@
 //   optimized/precision/gemv_q_dot.cpp          5  x rounded once per call (bf16, int8 per block): vdpbf16ps /
 //                                                  vpdpbusd on the stored weights, one scale per block sum
 //   optimized/precision/gemv_q_repacked.cpp     6  16-row panels (one register lane per row), done at load:
-//                                                  x broadcast, no horizontal sums, each load reused by 8 items
+//                                                  x broadcast, no horizontal sums, each load reused by 8 items;
+//                                                  bf16 by vdpbf16ps or widened + FMAs, whichever is faster here
 // CUDA: reference/precision/gemv_q.cu (naive) and optimized/precision/gemv_q_*.cu.
 //
 // Roof:  read-dominated (W is only read): judged by the calibrated read-only

@@ -96,8 +96,9 @@ TEST(Cli, QuickRunWritesValidResults) {
 }
 
 // --rounds 2: every variant timed in both rounds (twice the samples of one,
-// a fixed count here), the DRAM read roof measured before each round, and
-// the roof the ratios use is the best of the file's and those.
+// a fixed count here), the DRAM read roof measured before each round; a
+// shape's ratios use the best of its own rounds' figures, the ceilings block
+// the best of the run's.
 TEST(Cli, RoundsMergeSamplesAndRemeasureTheReadRoof) {
     fs::remove(out_file());
     auto r = memwall("run gemv_q --shape n_out=33,n_in=100,b=1 --shape n_out=7,n_in=64,b=2 --variant fp32 "
@@ -121,6 +122,15 @@ TEST(Cli, RoundsMergeSamplesAndRemeasureTheReadRoof) {
         best = std::max(best, g.get<double>());
     }
     EXPECT_GE(c["dram_read_gbps"].get<double>(), best);
+    // shape 1 was timed in rounds 0 and 1, shape 2 in rounds 2 and 3
+    const auto& g = c["dram_read_rounds_gbps"];
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto& run = doc["runs"][i];
+        const double own = std::max(g[2 * i].get<double>(), g[2 * i + 1].get<double>());
+        EXPECT_DOUBLE_EQ(run["dram_read_roof_gbps"].get<double>(), own) << "shape " << i;
+        const double roof = std::min(run["mfu_peak_gflops"].get<double>(), run["intensity"].get<double>() * own);
+        EXPECT_DOUBLE_EQ(run["roof_gflops"].get<double>(), roof) << "shape " << i;
+    }
     fs::remove(out_file());
     fs::remove(fs::path(out_file()).replace_extension(".md"));
     fs::remove(fs::path(out_file()).replace_extension(".csv"));

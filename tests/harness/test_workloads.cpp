@@ -198,6 +198,19 @@ MW_REGISTER_VARIANT(harness_decode_int_dot, {
     .compute = "int8",
     .prepare = [](mw::Problem& p) { return decode_instance(p, {}); }});
 
+// Declares int8 arithmetic, but the path its prepare() picks computes in
+// bf16 (as gemv_q's bf16 rungs pick vdpbf16ps or fp32 FMAs at run time):
+// the instance's word wins.
+MW_REGISTER_VARIANT(harness_decode_path_bf16, {
+    .name = "path_bf16", .op = "harness_decode", .lever = "harness_test", .rung = 10,
+    .rationale = "its path runs bf16 dot products",
+    .compute = "int8",
+    .prepare = [](mw::Problem& p) {
+        mw::Instance inst = decode_instance(p, {});
+        inst.compute = "bf16";
+        return inst;
+    }});
+
 // Bit for bit the naive variant's outputs (its draws are those of a first call,
 // like the naive outputs the harness keeps), and the same one ulp off.
 MW_REGISTER_VARIANT(harness_decode_same_bits, {
@@ -226,7 +239,7 @@ mw::RunRequest quick_request(std::vector<std::string> variants = {}) {
 nlohmann::json run(const mw::RunRequest& req) {
     mw::Ceilings c;
     c.dram_triad_gbps = {10.0};
-    c.peaks = {{"fp32", "test", 1, 100.0}, {"int8", "test", 1, 400.0}};
+    c.peaks = {{"fp32", "test", 1, 100.0}, {"int8", "test", 1, 400.0}, {"bf16", "test", 1, 200.0}};
     std::ostringstream progress;
     return mw::run_plans(mw::plan_runs(req), req, c, progress);
 }
@@ -281,6 +294,28 @@ TEST(WorkloadFlops, IntegerDotVariantsAreJudgedByTheInt8Peak) {
     const double roof = std::min(400.0, v["intensity"].get<double>() * 10.0);
     EXPECT_DOUBLE_EQ(v["roof_gflops"].get<double>(), roof);
     EXPECT_DOUBLE_EQ(naive["roof_gflops"].get<double>(), std::min(100.0, naive["intensity"].get<double>() * 10.0));
+}
+
+TEST(WorkloadFlops, TheInstancesComputeDtypeOverridesTheVariants) {
+    auto check = [](const nlohmann::json& v) {
+        EXPECT_EQ(v["compute_dtype"], "bf16");
+        EXPECT_EQ(v["mfu_peak_gflops"].get<double>(), 200.0);
+        EXPECT_DOUBLE_EQ(v["mfu"].get<double>(), v["gflops"].get<double>() / 200.0);
+        EXPECT_DOUBLE_EQ(v["roof_gflops"].get<double>(), std::min(200.0, v["intensity"].get<double>() * 10.0));
+    };
+    check(row("path_bf16"));
+    // and over rounds, where later rounds' samples are folded into the first's row
+    auto req = quick_request({"path_bf16"});
+    req.rounds = 2;
+    const auto d = run(req);
+    int rows = 0;
+    for (auto& r : d["runs"])
+        if (r["variant"] == "path_bf16") {
+            check(r);
+            EXPECT_EQ(r["rounds"], 2);
+            ++rows;
+        }
+    EXPECT_EQ(rows, 1);
 }
 
 TEST(WorkloadChecks, PerOutputModesJudgeEachOutput) {

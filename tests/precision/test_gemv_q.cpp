@@ -10,6 +10,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <string>
 
 #include "harness/check.hpp"
 #include "harness/inputs.hpp"
@@ -188,6 +191,71 @@ TEST(GemvQCpuIsa, Avx2FallbackMatchesContract) {
     for (auto* v : mw::variants_of("gemv_q", mw::Backend::cpu))
         for (auto& s : shapes("gemv_q", true)) check_case({v, s});
     unsetenv("MEMWALL_ISA");
+}
+
+const mw::Variant& gemv_variant(const std::string& name) {
+    for (auto* c : mw::variants_of("gemv_q", mw::Backend::cpu))
+        if (c->name == name) return *c;
+    throw std::runtime_error("no gemv_q variant " + name);
+}
+
+// Each dot and repacked rung names the arithmetic its chosen path runs, so
+// its MFU is judged by that peak: bf16 with vdpbf16ps, fp32 once bf16 is
+// widened to FMAs (AVX2, or rung 6 with MEMWALL_BF16=fma), int8 for the
+// integer formats on either path.
+TEST(GemvQCpuIsa, DotRungsNameThePathsArithmetic) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
+    const std::map<std::string, std::string> avx2 = {
+        {"bf16_dot", "f32"}, {"bf16_dot_repacked", "f32"}, {"int8_dot", "int8"}, {"int8_dot_repacked", "int8"},
+        {"int4_g64_sym_dot", "int8"}, {"int4_g32_asym_dot_repacked", "int8"}, {"fp32_repacked", ""}};
+    const bool bf16 = mw::isa::has_avx512_bf16();
+    for (const char* isa : {"avx512", "avx2"})
+        for (const char* bf16_path : {"dot", "fma"}) {
+            setenv("MEMWALL_ISA", isa, 1);
+            setenv("MEMWALL_BF16", bf16_path, 1);
+            for (const auto& [name, want_avx2] : avx2) {
+                mw::Problem p = mw::find_op("gemv_q")->make_problem(shape(33, 129, 2), mw::DType::f32, 3);
+                const mw::Instance inst = gemv_variant(name).prepare(p);
+                const bool is_bf16 = name.rfind("bf16", 0) == 0, repacked = name.find("_repacked") != std::string::npos;
+                // rung 5 always uses vdpbf16ps where it can; rung 6 as MEMWALL_BF16 says
+                const bool dot = std::string(isa) == "avx512" && bf16 && (!repacked || std::string(bf16_path) == "dot");
+                const std::string want = is_bf16 && dot ? "bf16" : want_avx2;
+                EXPECT_EQ(inst.compute, want) << name << " under MEMWALL_ISA=" << isa << " MEMWALL_BF16=" << bf16_path
+                                              << ", path " << inst.path;
+                if (is_bf16) EXPECT_EQ(inst.path.find("vdpbf16ps") != std::string::npos, dot) << name << ": " << inst.path;
+            }
+        }
+    unsetenv("MEMWALL_ISA");
+    unsetenv("MEMWALL_BF16");
+}
+
+// Rung 6's two AVX-512 bf16 paths, each forced, against the contract at the
+// odd shapes (the default run takes only the one that is faster here).
+TEST(GemvQCpuIsa, Bf16RepackedBothPathsMatchContract) {
+    if (!mw::isa::has_avx512()) GTEST_SKIP() << "no AVX-512";
+    for (const char* bf16_path : {"dot", "fma"}) {
+        if (std::string(bf16_path) == "dot" && !mw::isa::has_avx512_bf16()) continue;
+        setenv("MEMWALL_BF16", bf16_path, 1);
+        mw::Problem p = mw::find_op("gemv_q")->make_problem(shape(7, 7, 1), mw::DType::f32, 3);
+        const std::string path = gemv_variant("bf16_dot_repacked").prepare(p).path;
+        EXPECT_EQ(path.find("vdpbf16ps") == std::string::npos, std::string(bf16_path) == "fma") << path;
+        for (auto& s : shapes("gemv_q", false)) check_case({&gemv_variant("bf16_dot_repacked"), s});
+    }
+    unsetenv("MEMWALL_BF16");
+}
+
+TEST(GemvQCpuIsa, AnUnknownBf16PathIsRejectedByName) {
+    if (!mw::isa::has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16: MEMWALL_BF16 is not read";
+    setenv("MEMWALL_BF16", "amx", 1);
+    mw::Problem p = mw::find_op("gemv_q")->make_problem(shape(7, 7, 1), mw::DType::f32, 3);
+    try {
+        gemv_variant("bf16_dot_repacked").prepare(p);
+        ADD_FAILURE() << "MEMWALL_BF16=amx accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("amx"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("dot, fma"), std::string::npos) << e.what();
+    }
+    unsetenv("MEMWALL_BF16");
 }
 
 // A zero output must fail the op's lossy envelope check (the norm floor).
