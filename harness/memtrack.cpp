@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -32,6 +35,26 @@ void count_alloc(std::size_t n) {
     while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
 }
+
+// The live page mappings (allocate_pages), for page_mappings(). The map's
+// nodes come from malloc, not the tracked operator new: the bookkeeping
+// must not show in the bytes it counts.
+template <class T>
+struct UntrackedAlloc {
+    using value_type = T;
+    UntrackedAlloc() = default;
+    template <class U>
+    UntrackedAlloc(const UntrackedAlloc<U>&) {}
+    T* allocate(std::size_t n) {
+        if (void* p = std::malloc(n * sizeof(T))) return static_cast<T*>(p);
+        throw std::bad_alloc();
+    }
+    void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+    template <class U>
+    bool operator==(const UntrackedAlloc<U>&) const { return true; }
+};
+std::mutex g_maps_mu;
+std::map<void*, std::size_t, std::less<>, UntrackedAlloc<std::pair<void* const, std::size_t>>> g_maps;
 
 constexpr std::size_t kPage = 4096, kHuge = std::size_t(2) << 20;
 std::size_t whole_pages(std::size_t n) { return ((n ? n : 1) + kPage - 1) / kPage * kPage; }
@@ -64,13 +87,26 @@ void* allocate_pages(std::size_t bytes) {
     void* p = reinterpret_cast<void*>(start);
     if (huge_pages_advised()) madvise(p, n, MADV_HUGEPAGE);  // advice only: THP "never" refuses it, harmlessly
     count_alloc(n);
+    {
+        const std::lock_guard<std::mutex> lock(g_maps_mu);
+        g_maps[p] = n;
+    }
     return p;
 }
 void release_pages(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     const std::size_t n = whole_pages(bytes);
+    {
+        const std::lock_guard<std::mutex> lock(g_maps_mu);
+        g_maps.erase(p);
+    }
     munmap(p, n);
     g_live.fetch_sub(n, std::memory_order_relaxed);
+}
+
+std::vector<std::pair<const void*, std::size_t>> page_mappings() {
+    const std::lock_guard<std::mutex> lock(g_maps_mu);
+    return {g_maps.begin(), g_maps.end()};
 }
 
 bool huge_pages_advised() {

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace mw::memtrack {
 
@@ -35,6 +37,9 @@ void release(void* p) noexcept;
 // with release_pages(p, bytes), the same byte count.
 void* allocate_pages(std::size_t bytes);
 void release_pages(void* p, std::size_t bytes) noexcept;
+// The mappings allocate_pages has handed out and not yet taken back (start,
+// bytes): the --cold eviction flushes them from every cache level.
+std::vector<std::pair<const void*, std::size_t>> page_mappings();
 // MEMWALL_HUGEPAGES=0 leaves the advice out (4 KiB pages, unless THP is
 // "always"), to measure what the pages are worth: `MEMWALL_HUGEPAGES=0
 // memwall calibrate` against `memwall calibrate`.

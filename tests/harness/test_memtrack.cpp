@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/memtrack.hpp"
+#include "harness/timing.hpp"
 #include "harness/registry.hpp"
 
 namespace {
@@ -72,6 +73,33 @@ TEST(MemTrack, LargeBuffersAreHugePageAlignedAndCountedExactly) {
     big.data.get()[(std::size_t(3) << 20) - 1] = std::byte{7};
     const std::string mode = mw::memtrack::transparent_hugepages();
     EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unknown") << mode;
+}
+
+// The --cold eviction flushes every live page mapping line by line, so the
+// list must hold exactly the live ones: a released mapping still listed
+// would be flushed after munmap (a crash), a live one missing would stay
+// cached between "cold" calls.
+TEST(MemTrack, PageMappingsListExactlyTheLiveOnes) {
+    auto listed = [](const void* p) {
+        for (const auto& [at, bytes] : mw::memtrack::page_mappings())
+            if (at == p) return bytes;
+        return std::size_t(0);
+    };
+    const std::size_t bytes = (std::size_t(5) << 20) + 3;
+    void* p = mw::memtrack::allocate_pages(bytes);
+    EXPECT_EQ(listed(p), (bytes + 4095) / 4096 * 4096);
+    mw::evict_cpu_caches();  // flushes it while mapped
+    static_cast<unsigned char*>(p)[bytes - 1] = 9;  // still the process's memory
+    mw::memtrack::release_pages(p, bytes);
+    EXPECT_EQ(listed(p), 0u);
+    {
+        mw::Buffer w = mw::Buffer::make("w", mw::DType::u8, std::size_t(4) << 20);
+        EXPECT_GE(listed(w.data.get()), std::size_t(4) << 20);  // its pages, padding included
+        w.data.get()[0] = std::byte{3};
+        mw::evict_cpu_caches();
+        EXPECT_EQ(w.data.get()[0], std::byte{3});  // flushed lines are written back, not dropped
+    }
+    mw::evict_cpu_caches();  // nothing released is touched
 }
 
 }  // namespace
