@@ -506,15 +506,12 @@ bool needed_as_identical(const Group& g, const Variant& v) {
 
 void set_time(json& r, const TimingStats& t);
 
-// The calibrated peak of a compute dtype for the variant at hand.
-using PeakOf = std::function<double(const std::string&)>;
-
 // Prepares, checks, times and checks again one variant; fills `r` and
-// returns the timing (its samples, for merging rounds). `peak` (from
-// Variant::compute) is replaced by peak_of(Instance::compute) when the
-// path prepare() chose names another dtype.
-TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, const PeakOf& peak_of, double& peak, json& r,
-                        json& gbench, std::ostream& progress) {
+// returns the timing (its samples, for merging rounds) and, in `peak`, the
+// calibrated peak of the arithmetic it ran (the row's compute_dtype, which
+// the path prepare() chose may name: Instance::compute).
+TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, const Ceilings& ceilings, double& peak,
+                        json& r, json& gbench, std::ostream& progress) {
     const Op& op = g.op;
     Problem& p = g.problem;
     // Lossy variants are judged against the function they claim to compute.
@@ -527,10 +524,8 @@ TimingStats run_variant(const Variant& v, Group& g, const RunRequest& req, const
     const std::vector<Buffer>* same_bits = v.identical_to.empty() ? nullptr : &outputs_of(g, v);
 
     Instance inst = prepare_and_run_once(v, p, r);
-    if (!inst.compute.empty() && inst.compute != r.value("compute_dtype", "")) {
-        r["compute_dtype"] = inst.compute;  // the path prepare() chose computes in another dtype
-        peak = peak_of(inst.compute);
-    }
+    if (!inst.compute.empty()) r["compute_dtype"] = inst.compute;
+    peak = peak_for_mfu(ceilings, v.backend, r["compute_dtype"].get<std::string>());
     if (v.memory_model) {
         json terms = json::object();
         double total = 0;
@@ -585,6 +580,17 @@ void merge_round(json& r, const json& later, const TimingStats& merged, double p
     }
     set_time(r, merged);
     add_rates(r, merged.min, peak);
+}
+
+// The read roof with `threads` threads in `c` (0 where none), and setting it.
+double read_roof(const Ceilings& c, int threads) {
+    const auto& v = c.dram_read_by_threads_gbps;
+    return v.size() >= std::size_t(threads) ? v[std::size_t(threads) - 1] : 0.0;
+}
+void set_read_roof(Ceilings& c, int threads, double gbps) {
+    auto& v = c.dram_read_by_threads_gbps;
+    if (v.size() < std::size_t(threads)) v.resize(std::size_t(threads), 0.0);
+    v[std::size_t(threads) - 1] = gbps;
 }
 
 // Ratios within one group: speedups from best-of-N times, memory from peaks.
@@ -715,13 +721,8 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
                     const double g = measure_dram_read_gbps(threads);
                     read_rounds.push_back(g);
                     group_read = std::max(group_read, g);
-                    for (Ceilings* c : {&roofs, &group_roofs}) {
-                        auto& by_threads = c->dram_read_by_threads_gbps;
-                        if (by_threads.size() < std::size_t(threads)) by_threads.resize(std::size_t(threads), 0.0);
-                        // the run's best; this shape's own rounds alone
-                        by_threads[std::size_t(threads) - 1] =
-                            c == &roofs ? std::max(by_threads[std::size_t(threads) - 1], g) : group_read;
-                    }
+                    set_read_roof(roofs, threads, std::max(read_roof(roofs, threads), g));  // the run's best
+                    set_read_roof(group_roofs, threads, group_read);                         // this shape's alone
                     char line[96];
                     std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
                     progress << line;
@@ -754,13 +755,11 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
                 }
                 omp_set_num_threads(threads);
                 r["ran"] = true;
-                const std::string compute = v->compute.empty() ? to_string(plan.dtype) : v->compute;
-                double peak = peak_for_mfu(ceilings, v->backend, compute);
-                const PeakOf peak_of = [&](const std::string& d) { return peak_for_mfu(ceilings, v->backend, d); };
+                double peak = 0;
                 TimingStats t;
                 bool ok = true;
                 try {
-                    t = run_variant(*v, group, req, peak_of, peak, r, gbench, progress);
+                    t = run_variant(*v, group, req, ceilings, peak, r, gbench, progress);
                 } catch (const std::exception& e) {
                     ok = false;
                     r["correct"] = false;
