@@ -129,7 +129,7 @@ void evict_cpu_caches() {
     // weights, a KV cache), line by line. Streaming junk alone does not
     // empty a large L3 that protects reused lines from a scan: on a Xeon
     // guest with a 260 MiB L3 an int4 GEMV's 35 MB of weights, read every
-    // call, "streamed" at 43 GB/s after it, from a DRAM that reads 33.
+    // call, "streamed" after it faster than that guest's DRAM reads.
     const auto maps = memtrack::page_mappings();
 #pragma omp parallel
     {

@@ -26,7 +26,8 @@
 // FMAs' FLOP per second; on the Xeon of results/xeon-260m-kvm-2c, which
 // issues it at a quarter of the FMA rate (half their FLOP per second), the
 // same panels are widened to fp32 and multiplied with FMAs: b = 8 at 8192^2
-// 5.7 ms against vdpbf16ps's 6.7, b = 1 unchanged (memory-bound either way)
+// 5.22 ms against vdpbf16ps's 5.70, b = 1 unchanged (memory-bound either way;
+// results/xeon-260m-kvm-2c/precision-gemv-bf16-{fma,dot}.json)
 // (measured once per process; MEMWALL_BF16=dot|fma forces either; the row's
 // `path` names the one that ran).
 // AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
