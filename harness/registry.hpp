@@ -157,6 +157,11 @@ struct Op {
     // writes), true = the calibrated read-only bandwidth, for ops whose traffic
     // is almost all reads (a GEMV streams W and writes a vector).
     bool read_dominated = false;
+    // Inputs an exercise's contract takes in another form, prepared from a
+    // problem outside any timed call, by name (a level manifest's
+    // "prepared_inputs"): e.g. the weights quantized as the exercise's
+    // signature reads them. The grader asks the op; it names no format.
+    std::map<std::string, std::function<std::vector<Buffer>(const Problem&)>> prepared_inputs;
 };
 
 // What a variant hands the harness after preparing a problem: the timed call,
@@ -273,7 +278,15 @@ struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
 
 #define MW_CONCAT_INNER(a, b) a##b
 #define MW_CONCAT(a, b) MW_CONCAT_INNER(a, b)
+// MW_NO_REGISTRATION: the grader's worker library (the same sources built
+// for a worker program, which joins no registry) compiles every
+// registration to nothing.
+#ifdef MW_NO_REGISTRATION
+#define MW_REGISTER_OP(id, ...) static_assert(true, "registration is off in the worker library")
+#define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is off in the worker library")
+#else
 #define MW_REGISTER_OP(id, ...) \
     static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)(::mw::Op __VA_ARGS__)
 #define MW_REGISTER_VARIANT(id, ...) \
     static const ::mw::detail::VariantRegistrar MW_CONCAT(mw_variant_registrar_, id)(::mw::Variant __VA_ARGS__, __FILE__)
+#endif

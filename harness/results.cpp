@@ -112,7 +112,7 @@ nlohmann::json machine_info() {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     m["hostname"] = host;
-    // The vendor rung's own view of the CPU (see harness/main.cpp).
+    // The vendor rung's own view of the CPU (see commands/main.cpp).
     m["openblas"] = {{"core", openblas_get_corename()}, {"config", openblas_get_config()},
                      {"coretype_env", std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : ""}};
     // How OpenMP's idle threads wait (spinning or sleeping) changes the time

@@ -10,17 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/ceilings.hpp"
+#include "harness/command.hpp"  // UsageError
 #include "harness/check.hpp"
 #include "harness/registry.hpp"
 #include "harness/timing.hpp"
 
 namespace mw {
-
-// A bad request: the message names the bad value and the valid choices.
-// The CLI turns it into exit status 2 with no output file.
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 struct RunRequest {
     std::vector<std::string> targets;   // lever or op names

@@ -3,7 +3,7 @@
 # The CUDA toolkit is optional: when nvcc is in /usr/local/cuda or on PATH the
 # CUDA backend is compiled too (it runs only where a GPU is present).
 # `fortunes` is data, not code: the English text the model stack is trained
-# on (reference/model/corpus.hpp). Open MPI (openmpi-bin, libopenmpi-dev) runs
+# on (model/corpus.hpp). Open MPI (openmpi-bin, libopenmpi-dev) runs
 # the MoE lever's expert_parallel rung under `mpirun`; the build works without it.
 # `--browser` adds Debian's chromium, which the test of `memwall report --html`
 # loads the page in (headless); scripts/test.sh (and so CI) asks for it, the
@@ -25,7 +25,7 @@ NCCL=0
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev libseccomp-dev pkg-config libssl-dev)
 for arg in "$@"; do
   case "$arg" in
     --browser) PACKAGES+=(chromium) ;;

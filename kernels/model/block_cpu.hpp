@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/model/layers_cpu.hpp"
-#include "reference/model/config.hpp"
+#include "kernels/model/config.hpp"
 
 namespace mw::model::cpu {
 

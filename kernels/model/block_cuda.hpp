@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "reference/model/config.hpp"
+#include "kernels/model/config.hpp"
 
 namespace mw::model::gpu {
 

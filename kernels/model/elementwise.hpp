@@ -1,4 +1,4 @@
-// The element-wise layers of the Llama-style model (reference/model/), on the
+// The element-wise layers of the Llama-style model (model/), on the
 // GPU: RMSNorm, RoPE and SwiGLU, forward and backward, fp32 in and out with
 // fp32 accumulation. The kernels are in kernels/model/elementwise.cuh; this
 // header is what plain C++ sees (no CUDA headers needed): the definitions,

@@ -2,7 +2,7 @@
 // fp32 (kernels/model/layers_cpu.cpp). Every one is memory-bound: a few FLOPs
 // per element read, so each is written as one sweep over its rows, rows
 // dealt to the OpenMP threads. The same math runs on the GPU in
-// kernels/model/ (CUDA) and in fp64 in reference/model/reference.cpp:
+// kernels/model/ (CUDA) and in fp64 in model/reference.cpp:
 //
 //   RMSNorm  y = x r g,  r = 1/sqrt(mean(x^2) + eps)           reads x, g; writes y, r
 //            dx += r g dy - x r^3/d sum(dy g x);  dg += sum_rows dy x r

@@ -2,7 +2,7 @@
 // matrix product is the vectorization lever's packed SIMD GEMM (gemm_ex,
 // kernels/vectorization/gemm_cpu.hpp), attention rows go through the fusion
 // lever's softmax row kernels, the element-wise layers are
-// kernels/model/layers_cpu.hpp. The fp64 oracle is reference/model/.
+// kernels/model/layers_cpu.hpp. The fp64 oracle is model/.
 //
 // TrainStep: the forward pass of a batch of B sequences of T tokens with
 // every activation the backward pass needs kept ("store everything" — the
@@ -21,7 +21,7 @@
 #include "kernels/model/layers_cpu.hpp"
 #include "kernels/precision/gemv.hpp"
 #include "kernels/precision/quant.hpp"
-#include "reference/model/config.hpp"
+#include "kernels/model/config.hpp"
 
 namespace mw::model::cpu {
 

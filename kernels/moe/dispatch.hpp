@@ -42,6 +42,18 @@ struct Experts {
     const float* down;  // [E][d_ff][d]
     long d, d_ff;
 };
+
+// moe_ffn's shape and buffers as the rungs use them (reference/moe/moe.hpp's
+// ffn_args reads them from a problem).
+struct FfnArgs {
+    long T, d, f;
+    int E, k;
+    const float* x;
+    const std::int32_t* experts;
+    const float* weights;
+    Experts w;
+    float* y;
+};
 // Y[rows][d] = FFN_e(X[rows][d]); scratch holds 3 rows d_ff floats. gemm_ex
 // uses every OpenMP thread; `serial` runs on the calling thread only.
 void expert_ffn(const Experts& w, int e, const float* X, long rows, float* Y, float* scratch, bool serial = false);

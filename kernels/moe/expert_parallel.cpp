@@ -71,10 +71,5 @@ double offrank_rows(const std::vector<std::int64_t>& counts, const Split& s, int
     return off;
 }
 
-double exchange_rung_bytes(const Shape& s, DType) {
-    return ffn_weight_bytes(s) + ffn_activation_bytes(s) + 16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] +
-           24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
-}
-
 }  // namespace mw::moe::ep
 #endif  // MEMWALL_HAVE_MPI

@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "harness/registry.hpp"  // Shape, DType
 #include "kernels/moe/dispatch.hpp"
-#include "reference/moe/moe.hpp"
 
 namespace mw::moe::ep {
 
@@ -55,11 +55,6 @@ void allgather_tokens(float* y, long d, const Split& s);
 // counts, `groups` times: once per chunk): the rows whose expert is not on the
 // sending rank.
 double offrank_rows(const std::vector<std::int64_t>& counts, const Split& s, int groups);
-
-// The traffic both CPU rungs declare: the weights once (over all ranks),
-// x, y and the routing, the permuted rows in and out (4 T k d floats) and
-// a, b, h of T k rows (24 T k d_ff bytes); the exchange is counted apart.
-double exchange_rung_bytes(const Shape& s, DType);
 
 // The cost model of both exchanges (dispatch and combine), fp32 rows:
 // 2 T k d dtype (P - 1) / P bytes cross between ranks in all.

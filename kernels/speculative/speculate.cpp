@@ -9,7 +9,7 @@
 #include <string>
 
 #include "kernels/model/sampling.hpp"
-#include "reference/model/model.hpp"
+#include "kernels/model/config.hpp"
 
 namespace mw::speculative {
 

@@ -1,7 +1,7 @@
 // gemm_ex: the packed SIMD GEMM of rungs 3 and 4 (gemm_simd.cpp,
 // gemm_threads.cpp) with the generality code outside the lesson needs —
 // transposed operands, row strides, C += A B — for the model stack's forward
-// and backward passes (reference/model/, optimized/model/). Same pack
+// and backward passes (model/, optimized/model/). Same pack
 // layout, same micro-kernel and same cache blocks (select_kernel()); only
 // the packing reads through a strided view, and the threaded version deals
 // out 2-D tiles of C instead of MC-row strips.

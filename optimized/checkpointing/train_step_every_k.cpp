@@ -19,11 +19,11 @@
 #include "reference/checkpointing/train_step.hpp"
 
 namespace mw::checkpointing {
-namespace {
 
 using model::cpu::Block;
 using model::cpu::BlockStore;
 
+// This rung's prepare (reference/checkpointing/train_step.hpp).
 Instance prepare_every_k(Problem& p) {
     struct State {
         Block block;
@@ -87,7 +87,6 @@ Instance prepare_every_k(Problem& p) {
     return inst;
 }
 
-}  // namespace
 }  // namespace mw::checkpointing
 
 MW_REGISTER_VARIANT(train_step_every_k_cpu, {

@@ -19,7 +19,7 @@
 //
 // Needs `mpirun -n P memwall ...` with P >= 2 (runnable_here's "mpi"); built
 // only when CMake finds MPI. The MPI glue (start-up, the split of experts and
-// tokens, the ping-pong, the y gather) is kernels/moe/expert_parallel.hpp. Only rank 0 reports (harness/cli.cpp); every
+// tokens, the ping-pong, the y gather) is kernels/moe/expert_parallel.hpp. Only rank 0 reports (commands/cli.cpp); every
 // rank times the same number of calls (Instance::agree_estimate: rank 0's
 // warm-up estimate sizes every rank's batches).
 #include "kernels/moe/expert_parallel.hpp"

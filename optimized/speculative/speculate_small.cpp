@@ -15,8 +15,9 @@
 #include <filesystem>
 
 #include "harness/results.hpp"
-#include "harness/runner.hpp"
-#include "reference/model/checkpoint.hpp"
+#include "harness/command.hpp"
+#include "harness/registry.hpp"
+#include "model/checkpoint.hpp"
 #include "reference/speculative/speculate.hpp"
 
 namespace mw::speculative {

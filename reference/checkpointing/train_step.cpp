@@ -19,10 +19,11 @@
 #include <stdexcept>
 
 #include "harness/inputs.hpp"
-#include "harness/runner.hpp"
+#include "harness/command.hpp"
+#include "harness/registry.hpp"
 #include "kernels/model/block_cpu.hpp"
 #include "kernels/model/block_cuda.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace mw::checkpointing {
 

@@ -8,7 +8,7 @@
 //   parameter and of x. Axes: layers, tokens (B sequences of seq positions),
 //   seq, d_model, heads, kv_heads, d_ff, and every (the segment length k of
 //   every_k; 0 = round(sqrt(layers))). Checked against the fp64 block stack
-//   (reference/model/reference.cpp); every rung's outputs must also be bit
+//   (model/reference.cpp); every rung's outputs must also be bit
 //   for bit those of store_all (Variant::identical_to): the same calls on the
 //   same inputs, so the same numbers.
 //
@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "harness/registry.hpp"
-#include "reference/model/config.hpp"
+#include "kernels/model/config.hpp"
 
 namespace mw::checkpointing {
 
@@ -58,6 +58,10 @@ model::Config config_of(const Shape& s);
 int layers_of(const Shape& s);
 int batch_of(const Shape& s);  // tokens / seq
 int every_of(const Shape& s);  // k, with 0 -> round(sqrt(L)), at most L
+
+// Rung 2's prepare, defined in optimized/checkpointing/train_step_every_k.cpp
+// (level 05's reference solution runs it over the student's arrays).
+Instance prepare_every_k(Problem& p);
 
 // The inputs and outputs every rung reads and writes.
 struct StepIO {

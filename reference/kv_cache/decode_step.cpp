@@ -19,7 +19,7 @@
 #include "kernels/kv_cache/attend.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "reference/kv_cache/generate.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace mw::kv_cache {
 
@@ -80,7 +80,7 @@ Problem make_decode_step(const Shape& s, DType, std::uint64_t seed) {
 }
 
 // The last position's logits of every sequence, by the fp64 cached decoder
-// (reference/model/model.hpp), its cache rows passed through `round`.
+// (model/model.hpp), its cache rows passed through `round`.
 std::vector<std::vector<double>> decode_oracle(const Problem& p, const std::function<void(double*, int, int)>& round) {
     const auto& dm = model_for(p.shape);
     const auto& c = dm.config;

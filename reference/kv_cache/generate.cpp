@@ -14,10 +14,11 @@
 
 #include "harness/check.hpp"
 #include "harness/results.hpp"
-#include "harness/runner.hpp"
+#include "harness/command.hpp"
+#include "harness/registry.hpp"
 #include "harness/timing.hpp"
 #include "kernels/model/model_cpu.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace mw::kv_cache {
 

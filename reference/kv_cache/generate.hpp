@@ -5,7 +5,7 @@
 //   at context length ctx (axes ctx, batch, kv_heads); unit: tokens; checked
 //   against the fp64 model's logits.
 //   generate: greedy continuation of a prompt by `tokens` tokens with the
-//   trained model stack (reference/model/); axes prompt, tokens; unit:
+//   trained model stack (model/); axes prompt, tokens; unit:
 //   generated tokens; checked token by token against the fp64 oracle with
 //   the token-sequence rule (near-ties counted).
 //   attn_decode: one new query per sequence and head against a long cache
@@ -66,7 +66,7 @@
 
 #include "harness/registry.hpp"
 #include "kernels/kv_cache/kv_store.hpp"
-#include "reference/model/checkpoint.hpp"
+#include "model/checkpoint.hpp"
 
 namespace mw::kv_cache {
 

@@ -25,7 +25,7 @@
 #include "harness/inputs.hpp"
 #include "harness/timing.hpp"
 #include "reference/kv_cache/generate.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace mw::kv_cache {
 

@@ -131,17 +131,16 @@ double ffn_weight_bytes(const Shape& s);
 // Activations in and out and the routing: x, y, experts, weights.
 double ffn_activation_bytes(const Shape& s);
 
-// moe_ffn's shape and buffers as the rungs use them.
-struct FfnArgs {
-    long T, d, f;
-    int E, k;
-    const float* x;
-    const std::int32_t* experts;
-    const float* weights;
-    Experts w;
-    float* y;
-};
+// moe_ffn's shape and buffers as the rungs use them (FfnArgs: kernels/moe/dispatch.hpp).
 FfnArgs ffn_args(Problem& p);
+
+// The traffic both expert-parallel CPU rungs declare: the weights once (over
+// all ranks), x, y and the routing, the permuted rows in and out (4 T k d
+// floats) and a, b, h of T k rows (24 T k d_ff bytes); the exchange is
+// counted apart.
+namespace ep {
+double exchange_rung_bytes(const Shape& s, DType);
+}
 
 // Loads of the routing in `p` (rows per expert, after the drop rule).
 std::vector<long> expert_loads(const Problem& p, long capacity);

@@ -188,6 +188,11 @@ std::string validate_ffn(const Shape& s) {
 
 }  // namespace
 
+double ep::exchange_rung_bytes(const Shape& s, DType) {
+    return ffn_weight_bytes(s) + ffn_activation_bytes(s) + 16.0 * double(s["tokens"]) * s["top_k"] * s["d_model"] +
+           24.0 * double(s["tokens"]) * s["top_k"] * s["d_ff"];
+}
+
 FfnArgs ffn_args(Problem& p) {
     const long d = p.shape["d_model"], f = p.shape["d_ff"];
     return {p.shape["tokens"], d, f, int(p.shape["experts"]), int(p.shape["top_k"]),

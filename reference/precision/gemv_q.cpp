@@ -147,6 +147,14 @@ MW_REGISTER_OP(gemv_q, {
     .check = {.reduction_length = [](const mw::Shape& s) { return double(s["n_in"]); }},
     // W is only read, y is a vector: the read-only DRAM bandwidth is the roof.
     .read_dominated = true,
+    // Level 04's exercise takes W as int4 with a bf16 scale per 64 weights.
+    .prepared_inputs = {{"int4_g64_sym", [](const mw::Problem& p) {
+        namespace q = mw::precision;
+        q::QMatrix m = q::quantize({q::Format::int4, 64, false}, p.in("W").as<float>(), p.shape["n_out"],
+                                   p.shape["n_in"]);
+        m.payload.name = "Wq", m.scales.name = "scales";
+        return std::vector<mw::Buffer>{m.payload, m.scales};
+    }}},
 });
 
 MW_REGISTER_VARIANT(gemv_q_naive_cpu, {

@@ -14,10 +14,10 @@
 #include <string>
 
 #include "harness/check.hpp"
-#include "harness/claims/formulas.hpp"
+#include "kernels/speculative/expected_tokens.hpp"
 #include "harness/inputs.hpp"
 #include "reference/kv_cache/generate.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace mw::speculative {
 
@@ -156,7 +156,7 @@ Instance prepare_speculate(Problem& p, const DraftSpec& d) {
         if (!spec->has_draft()) return r;
         const double alpha = c.accepted + c.rejected ? double(c.accepted) / double(c.accepted + c.rejected) : 0;
         const double per_round_ms = (c.draft_s + c.verify_s) * 1e3 / double(std::max<std::int64_t>(1, c.target_passes));
-        const double E = calc::speculative_expected_tokens(alpha, K);
+        const double E = speculative::expected_tokens(alpha, K);
         r.insert({{"drafted", double(c.drafted)},
                   {"accepted", double(c.accepted)},
                   {"acceptance", c.drafted ? double(c.accepted) / double(c.drafted) : 0},

@@ -14,7 +14,7 @@
 //   target_only (greedy speculation changes the cost, never a token).
 //   Counters: drafted, accepted, alpha, target passes, tokens per pass,
 //   draft and verify time, and the `speculative` formula's prediction
-//   (harness/claims/formulas.hpp) from the measured alpha and step costs.
+//   (commands/claims/formulas.hpp) from the measured alpha and step costs.
 //   accept: the acceptance rule alone, on seeded Markov chains of v tokens
 //   (target and draft transition tables; axes v, k, samples, steps): the
 //   first two tokens of `samples` generations at temperature 1, checked with
@@ -47,7 +47,7 @@
 
 #include "harness/registry.hpp"
 #include "kernels/speculative/speculate.hpp"
-#include "reference/model/checkpoint.hpp"
+#include "model/checkpoint.hpp"
 
 namespace mw::speculative {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/claims/formulas.hpp"
+#include "commands/claims/formulas.hpp"
 
 namespace {
 

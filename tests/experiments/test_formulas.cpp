@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "harness/claims/formulas.hpp"
+#include "commands/claims/formulas.hpp"
 #include "harness/runner.hpp"
 
 using namespace mw::calc;

@@ -9,10 +9,18 @@
 //   4. no grade at all (signals everywhere, folders where logs once were);
 //   5. weak containment (forks, memory summed over processes, threads);
 //   6. smaller: writes past an output, a forbidden BLAS, a "CUDA" program
-//      that computes on the host, exactness only where it is checked.
+//      that computes on the host, exactness only where it is checked;
+//   7. what reaches a child or a report: the grader's standard input, the
+//      priority children run at, bytes no report can hold as they are.
 // Limits that need a writable cgroup are checked where the grader reports
 // one (`sandbox.cgroups`), and skipped, never passed, where it does not.
 #include <gtest/gtest.h>
+
+#include <sched.h>
+#include <sys/wait.h>
+
+#include <sstream>
+#include <vector>
 
 #include <chrono>
 #include <cstdlib>
@@ -203,6 +211,201 @@ TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
 }
 
 // --- the sandbox itself ----------------------------------------------------------------------------
+
+// --- 7. what reaches a child, and what reaches a report --------------------------------
+
+TEST(GradeAttack, TheGradersStandardInputReachesNoWorker) {
+    const std::string text = "stdin-secret-" + std::to_string(getpid());
+    const GradeRun r = grade_level("01", control("attack_stdin.cpp") + " --seed 6", "json", "echo " + text + " |");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(failures(r.doc).find("STDIN []"), std::string::npos) << "the attack ran and read nothing:\n"
+                                                                   << failures(r.doc);
+    EXPECT_EQ(r.doc.dump().find(text), std::string::npos) << "the grader's standard input reached the report";
+}
+
+TEST(GradeAttack, TheCompilerCannotIncludeTheGradersStandardInput) {
+    const std::string text = "stdin_secret_" + std::to_string(getpid());
+    const GradeRun r =
+        grade_level("01", control("attack_include_stdin.cpp") + " --seed 6", "json", "echo " + text + " |");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc.dump().find(text), std::string::npos) << "the grader's standard input reached the compiler";
+    expect_correct_but_slow(r);  // an empty include leaves the textbook loop
+}
+
+TEST(GradeAttack, ATruncatedCallMemoryCannotKillTheGrader) {
+    const GradeRun r = grade_level("01", control("attack_truncate.cpp") + " --seed 7");
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(r.doc.is_object()) << "no report:\n" << r.output;
+    expect_correct_but_slow(r);
+}
+
+TEST(GradeAttack, UntrustedCodeRunsAtNormalPriorityOrBelow) {
+    const GradeRun r = grade_level("01", control("attack_priority.cpp") + " --seed 8");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto at = f.find("PRIORITY nice=");
+    ASSERT_NE(at, std::string::npos) << f;
+    EXPECT_GE(std::stoi(f.substr(at + 14)), 0) << f;
+}
+
+TEST(GradeAttack, KernelInterfacesBeyondTheExerciseAreRefused) {
+    const GradeRun r = grade_level("01", control("attack_syscalls.cpp") + " --seed 10");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto at = f.find("SYSCALLS");
+    ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
+    const std::string line = f.substr(at, f.find('\n', at) - at);
+    for (const char* call : {"unshare", "mount", "packet", "inet", "vsock", "io_uring", "perf", "bpf", "keyctl",
+                             "ptrace"})
+        EXPECT_EQ(line.find(std::string(" ") + call + "=ok"), std::string::npos) << call << " worked: " << line;
+}
+
+TEST(GradeAttack, TheSubmissionRunsOnTheCpusItIsGradedOn) {
+    const GradeRun r = grade_level("01", control("attack_cpus.cpp") + " --seed 11 --threads 1");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(failures(r.doc).find("CPUS 1"), std::string::npos) << failures(r.doc);
+    cpu_set_t own;
+    ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &own)) ++first;
+    EXPECT_EQ(r.doc.value("cpus", ""), std::to_string(first)) << r.doc.dump(2);  // the first of the grader's own
+}
+
+TEST(GradeAttack, TheInstructorsSolutionCannotBeIncluded) {
+    const GradeRun r = grade_level("01", control("attack_include_solution.cpp") + " --seed 12");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+    EXPECT_NE(failures(r.doc).find("compile error"), std::string::npos) << failures(r.doc);
+}
+
+// The grade's cgroups (memwall-grade-<pid>-*, under the test's own cgroup of
+// each controller) and temp folder (with a grader.pid of `pid`).
+std::vector<std::string> grade_leftovers(pid_t grader) {
+    std::vector<std::string> found;
+    const std::string prefix = "memwall-grade-" + std::to_string(grader) + "-";
+    std::ifstream self("/proc/self/cgroup");
+    for (std::string line; std::getline(self, line);) {
+        const auto a = line.find(':'), b = line.find(':', a + 1);
+        std::stringstream list(line.substr(a + 1, b - a - 1));
+        for (std::string c; std::getline(list, c, ',');) {
+            std::error_code ec;
+            for (auto& e : fs::directory_iterator("/sys/fs/cgroup/" + c + line.substr(b + 1), ec))
+                if (e.path().filename().string().rfind(prefix, 0) == 0) found.push_back(e.path().string());
+        }
+    }
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(fs::temp_directory_path(), ec))
+        if (e.path().filename().string().rfind("memwall-grade-", 0) == 0 &&
+            std::atol(slurp(e.path() / "grader.pid").c_str()) == grader)
+            found.push_back(e.path().string());
+    return found;
+}
+
+TEST(GradeAttack, AKilledGraderLeavesNothingBehind) {
+    const pid_t grader = fork();
+    ASSERT_GE(grader, 0);
+    if (grader == 0) {
+        const std::string sub = kControls + "/attack_hang.cpp";
+        freopen("/dev/null", "w", stdout);
+        execl(MEMWALL_BIN, MEMWALL_BIN, "grade", "01", "--submission", sub.c_str(), "--seed", "13", "--format", "json",
+              (char*)nullptr);
+        _exit(127);
+    }
+    // Wait for the grade's temp folder, give it time to compile and reach
+    // the call that hangs, then kill the grader outright.
+    std::string folder;
+    for (int i = 0; i < 1200 && folder.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        for (auto& l : grade_leftovers(grader))
+            if (l.find("/sys/") == std::string::npos) folder = l;
+    }
+    ASSERT_FALSE(folder.empty()) << "the grade never made its temp folder";
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    ASSERT_EQ(waitpid(grader, nullptr, WNOHANG), 0) << "the grader ended by itself";
+    const bool cgroups_made = grade_leftovers(grader).size() > 1;
+    const int workers = processes_matching(folder);
+    kill(grader, SIGKILL);
+    waitpid(grader, nullptr, 0);
+    std::vector<std::string> left;
+    for (int i = 0; i < 100; ++i) {
+        left = grade_leftovers(grader);
+        if (left.empty() && processes_matching(folder) == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(processes_matching(folder), 0) << "a process of the grade outlived it (" << workers << " before)";
+    for (auto& l : left) ADD_FAILURE() << "left behind: " << l;
+    if (!cgroups_made) std::cout << "(no writable cgroups here: the temp folder was checked)\n";
+}
+
+TEST(GradeAttack, CleanupRemovesWhatADeadGraderLeft) {
+    // A temp folder as a grader that died with its guard would leave it.
+    const fs::path dir = fs::temp_directory_path() / ("memwall-grade-cleanuptest" + std::to_string(getpid()));
+    fs::create_directories(dir / "build");
+    const pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, nullptr, 0);
+    std::ofstream(dir / "grader.pid") << dead << "\n";
+    const fs::path live = fs::temp_directory_path() / ("memwall-grade-cleanuplive" + std::to_string(getpid()));
+    fs::create_directories(live);
+    std::ofstream(live / "grader.pid") << getpid() << "\n";  // a running grader's: kept
+    const GradeRun r = grade_level("", "--cleanup", "text");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_FALSE(fs::exists(dir)) << r.output;
+    EXPECT_TRUE(fs::exists(live)) << r.output;
+    fs::remove_all(live);
+}
+
+TEST(GradeSandbox, AnHonestLargeConstantTableCompiles) {
+    const GradeRun r = grade_level("01", control("honest_large_table.cpp") + " --seed 14");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+}
+
+// Strictly well-formed UTF-8 (Unicode table 3-7), written here apart from
+// the grader's own sanitizer.
+bool well_formed_utf8(const std::string& s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        int n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        const auto c1 = static_cast<unsigned char>(s[i + 1 < s.size() ? i + 1 : i]);
+        if (n > 1) {
+            const unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+            if (c1 < lo || c1 > hi) return false;
+        }
+        for (int k = 2; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
+TEST(GradeAttack, WellFormedUtf8CheckerRejectsWhatItShould) {
+    EXPECT_TRUE(well_formed_utf8("plain, \xc3\xa9t\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80"));
+    for (const char* bad : {"\xff", "\xc3\x28", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"})
+        EXPECT_FALSE(well_formed_utf8(bad)) << bad;
+}
+
+TEST(GradeAttack, EveryReportIsWrittenAsUtf8WithoutControlBytes) {
+    for (const char* format : {"json", "gradescope", "text"}) {
+        SCOPED_TRACE(format);
+        const GradeRun r = grade_level("01", control("attack_report_bytes.cpp") + " --seed 9", format);
+        ASSERT_EQ(r.status, 0) << r.output;
+        if (std::string(format) != "text") {
+            // The parser refuses text that is not UTF-8: parsed means valid.
+            ASSERT_TRUE(r.doc.is_object()) << r.output;
+            EXPECT_NE(r.doc.dump().find("the call failed"), std::string::npos) << r.doc.dump(2);
+            continue;
+        }
+        EXPECT_TRUE(well_formed_utf8(r.output)) << r.output;
+        for (char ch : r.output) {
+            const auto c = static_cast<unsigned char>(ch);
+            EXPECT_FALSE((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) << "control byte " << int(c);
+        }
+        EXPECT_EQ(r.output.find("\nPASS  everything"), std::string::npos) << "a forged line stands as the grader's";
+        EXPECT_NE(r.output.find("the call failed"), std::string::npos) << r.output;
+    }
+}
 
 TEST(GradeSandbox, ReportNamesTheSandbox) {
     const GradeRun r = grade_level("01", control("zeros.cpp") + " --seed 1");

@@ -9,9 +9,13 @@
 //   - every rung file a lever header's ladder comment names exists, and the
 //     rung number the comment gives is the registered one;
 //   - every step of a level (levels/*/level.json) names a registered variant
-//     of its op at the rung the step gives.
+//     of its op at the rung the step gives;
+//   - a function declared in a kernels/ or reference/ header but defined in
+//     an optimized/ rung (other code calls the rung's idea through it) has
+//     that rung file named in the header.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -143,6 +147,87 @@ TEST(LeverStructure, LevelStepsNameRegisteredRungs) {
         }
     }
     EXPECT_GT(steps, 0) << "no level steps found under " << (kRoot / "levels").string();
+}
+
+// Statements at column 0 of a source file (namespace scope in this
+// project's style), each joined over its lines up to its first ';' or '{'.
+std::vector<std::string> column0_statements(const fs::path& file) {
+    std::ifstream f(file);
+    std::vector<std::string> out;
+    std::string cur;
+    for (std::string line; std::getline(f, line);) {
+        if (cur.empty() && (line.empty() || std::isspace(static_cast<unsigned char>(line[0])) || line[0] == '/' ||
+                            line[0] == '#' || line[0] == '}'))
+            continue;
+        cur += line + " ";
+        if (line.find(';') != std::string::npos || line.find('{') != std::string::npos) {
+            out.push_back(cur);
+            cur.clear();
+        }
+    }
+    return out;
+}
+
+// The function a statement declares or defines ("" if none), and whether it
+// is a definition (a body follows) rather than a declaration.
+std::pair<std::string, bool> function_of(const std::string& stmt) {
+    static const std::regex fn(R"(^[A-Za-z_][\w:<>,\s\*&]*?[\s\*&]((?:\w+::)*)(\w+)\s*\()");
+    std::smatch m;
+    if (stmt.rfind("namespace", 0) == 0 || stmt.rfind("MW_", 0) == 0 || stmt.rfind("struct", 0) == 0 ||
+        stmt.rfind("using", 0) == 0 || stmt.rfind("static_assert", 0) == 0 || !std::regex_search(stmt, m, fn))
+        return {"", false};
+    const auto semi = stmt.find(';'), brace = stmt.find('{');
+    return {m[2], brace != std::string::npos && (semi == std::string::npos || brace < semi)};
+}
+
+std::vector<fs::path> files_under(const std::string& dir, const std::set<std::string>& exts) {
+    std::vector<fs::path> out;
+    for (auto& e : fs::recursive_directory_iterator(kRoot / dir))
+        if (e.is_regular_file() && exts.count(e.path().extension().string())) out.push_back(e.path());
+    return out;
+}
+
+TEST(LeverStructure, FunctionsDeclaredBelowAndDefinedInARungNameTheRung) {
+    // Where each function is defined: in a rung, or on the floors below.
+    std::map<std::string, std::set<std::string>> rung_files;  // name -> optimized/ files defining it
+    std::set<std::string> defined_below;
+    for (const char* dir : {"optimized", "kernels", "reference", "model", "harness"})
+        for (auto& file : files_under(dir, {".cpp", ".cu"}))
+            for (auto& stmt : column0_statements(file)) {
+                auto [name, body] = function_of(stmt);
+                if (name.empty() || !body) continue;
+                if (std::string(dir) == "optimized") rung_files[name].insert(file.filename().string());
+                else defined_below.insert(name);
+            }
+    int checked = 0;
+    for (const char* dir : {"kernels", "reference"})
+        for (auto& header : files_under(dir, {".hpp", ".cuh"})) {
+            std::ifstream f(header);
+            std::stringstream text;
+            text << f.rdbuf();
+            for (auto& stmt : column0_statements(header)) {
+                auto [name, body] = function_of(stmt);
+                if (name.empty() || body || defined_below.count(name) || !rung_files.count(name)) continue;
+                ++checked;
+                bool named = false;
+                for (auto& rung : rung_files[name]) named |= text.str().find(rung) != std::string::npos;
+                EXPECT_TRUE(named) << fs::relative(header, kRoot).string() << " declares " << name
+                                   << ", defined in rung " << *rung_files[name].begin()
+                                   << ": say so in the header (\"defined in optimized/<lever>/<file>\")";
+            }
+        }
+    EXPECT_GT(checked, 10) << "too few rung functions declared below the rungs were found";
+}
+
+TEST(LeverStructure, FunctionOfReadsDeclarationsAndDefinitions) {
+    EXPECT_EQ(function_of("void gemm_threads(const float* A, int M); "), std::make_pair(std::string("gemm_threads"), false));
+    EXPECT_EQ(function_of("Instance prepare_every_k(Problem& p) { "), std::make_pair(std::string("prepare_every_k"), true));
+    EXPECT_EQ(function_of("double mw::gemm::bytes_blocked(const Shape&, double, double) { return 0; } "),
+              std::make_pair(std::string("bytes_blocked"), true));
+    EXPECT_EQ(function_of("std::vector<float> init_params(const Config& c, std::uint64_t seed); "),
+              std::make_pair(std::string("init_params"), false));
+    EXPECT_EQ(function_of("namespace mw::gemm { ").first, "");
+    EXPECT_EQ(function_of("MW_REGISTER_VARIANT(gemm_threads_cpu, { ").first, "");
 }
 
 }  // namespace

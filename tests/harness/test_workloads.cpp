@@ -23,7 +23,7 @@
 
 #include "harness/check.hpp"
 #include "harness/inputs.hpp"
-#include "harness/lessons/lesson_render.hpp"
+#include "commands/lessons/lesson_render.hpp"
 #include "harness/plot.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"

@@ -14,7 +14,7 @@
 #include "harness/runner.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "reference/kv_cache/generate.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace {
 

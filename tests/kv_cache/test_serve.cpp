@@ -10,7 +10,7 @@
 
 #include "harness/runner.hpp"
 #include "reference/kv_cache/serve.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "tests/run_memwall.hpp"
-#include "harness/lessons/lesson_render.hpp"
+#include "commands/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
 #include "reference/vectorization/gemm.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "harness/check.hpp"
 #include "kernels/model/model_cpu.hpp"
-#include "reference/model/model.hpp"
+#include "model/model.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/safetensors.hpp"
-#include "kernels/model/trainer.hpp"
-#include "reference/model/checkpoint.hpp"
-#include "reference/model/model.hpp"
+#include "model/safetensors.hpp"
+#include "model/trainer.hpp"
+#include "model/checkpoint.hpp"
+#include "model/model.hpp"
 
 namespace {
 

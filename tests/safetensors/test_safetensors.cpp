@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/safetensors.hpp"
+#include "model/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using namespace mw::st;

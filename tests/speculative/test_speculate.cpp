@@ -14,7 +14,7 @@
 #include <map>
 
 #include "harness/check.hpp"
-#include "harness/claims/formulas.hpp"
+#include "kernels/speculative/expected_tokens.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "kernels/model/sampling.hpp"
@@ -177,7 +177,7 @@ TEST(Speculate, CountersAddUp) {
         // the end of a sequence is cut, not emitted twice).
         EXPECT_GE(accepted + k.at("target_passes"), 40) << v->name;
         EXPECT_LT(k.at("target_passes"), 40) << v->name << ": speculation must save target passes";
-        EXPECT_NEAR(k.at("predicted_tokens_per_pass"), mw::calc::speculative_expected_tokens(k.at("alpha"), 4), 1e-12);
+        EXPECT_NEAR(k.at("predicted_tokens_per_pass"), mw::speculative::expected_tokens(k.at("alpha"), 4), 1e-12);
         EXPECT_GT(k.at("predicted_speedup"), 0);
         EXPECT_GT(k.at("draft_ms"), 0);
         EXPECT_GT(k.at("verify_ms"), 0);

@@ -1,8 +1,8 @@
 // How `memwall grade` calls a gemm-cpu submission: compiled together with the
-// student's file into the grader's worker program (harness/grade/
+// student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the op's order: inputs A, B; output C
 // (already poisoned with NaN by the grader).
-#include "harness/grade/grade_worker.hpp"
+#include "commands/grade/grade_worker.hpp"
 
 extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K);
 

@@ -1,7 +1,7 @@
 // How `memwall grade` calls a gemm-cuda submission: inputs A, B and output C
-// in device memory (harness/grade/cuda_adapter.hpp does the uploads, the
+// in device memory (commands/grade/cuda_adapter.hpp does the uploads, the
 // poisoning and the downloads; the grader times the whole call).
-#include "harness/grade/cuda_adapter.hpp"
+#include "commands/grade/cuda_adapter.hpp"
 
 void student_gemm_cuda(const float* dA, const float* dB, float* dC, int M, int N, int K, cudaStream_t stream);
 

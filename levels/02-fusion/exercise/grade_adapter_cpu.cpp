@@ -1,8 +1,8 @@
 // How `memwall grade` calls a bias-gelu-ln-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/grade/
+// with the student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the op's order: inputs x, bias, gamma,
 // beta; output y (already poisoned with NaN by the grader).
-#include "harness/grade/grade_worker.hpp"
+#include "commands/grade/grade_worker.hpp"
 
 extern "C" void student_bias_gelu_ln(const float* x, const float* bias, const float* gamma, const float* beta,
                                      float* y, int rows, int hidden);

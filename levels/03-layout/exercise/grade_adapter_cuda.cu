@@ -1,7 +1,7 @@
 // How `memwall grade` calls a transpose-cuda submission: input `in` and
-// output `out` in device memory (harness/grade/cuda_adapter.hpp does the
+// output `out` in device memory (commands/grade/cuda_adapter.hpp does the
 // uploads, the poisoning and the downloads; the grader times the whole call).
-#include "harness/grade/cuda_adapter.hpp"
+#include "commands/grade/cuda_adapter.hpp"
 
 void student_transpose_cuda(const float* d_in, float* d_out, int R, int C, cudaStream_t stream);
 

@@ -1,5 +1,5 @@
 // How `memwall grade` calls an int4-gemv-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/grade/
+// with the student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the op's order: inputs W (fp32) and x,
 // output y (already poisoned with NaN by the grader), then the inputs the
 // grader prepared for this exercise ("prepared_inputs": "int4_g64_sym"): the
@@ -9,7 +9,7 @@
 // and the scales are unchanged, and times the call itself.
 #include <cstdint>
 
-#include "harness/grade/grade_worker.hpp"
+#include "commands/grade/grade_worker.hpp"
 
 extern "C" void student_gemv_int4_g64(const std::uint8_t* Wq, const std::uint16_t* scales, const float* x, float* y,
                                       int n_out, int n_in, int b);

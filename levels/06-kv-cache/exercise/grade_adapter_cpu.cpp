@@ -1,5 +1,5 @@
 // How `memwall grade` calls a paged-attn-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/grade/
+// with the student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the op's order (reference/kv_cache/
 // paged_attn.hpp): inputs q, block_table, lens, K, V and, with int8 = 1,
 // K_scale and V_scale; output o (already poisoned with NaN by the grader,
@@ -8,7 +8,7 @@
 // 16 that the shape's longest sequence (ctx) would need.
 #include <cstdint>
 
-#include "harness/grade/grade_worker.hpp"
+#include "commands/grade/grade_worker.hpp"
 
 extern "C" void student_paged_attn(const float* q, const std::int32_t* block_table, const std::int32_t* lens,
                                    const void* K, const void* V, const float* K_scale, const float* V_scale,

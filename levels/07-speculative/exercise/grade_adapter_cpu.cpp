@@ -1,5 +1,5 @@
 // How `memwall grade` calls a spec-round-cpu submission: compiled together
-// with the student's file into the grader's worker program (harness/grade/
+// with the student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the accept op's order
 // (reference/speculative/accept.cpp): inputs P, Q (the target's and the
 // draft's v x v chains), bias (greedy's position biases), seed; outputs
@@ -7,12 +7,12 @@
 // and tokens (`steps` greedy tokens). The loops that call the student's
 // round are the project's own (reference/speculative/chain.cpp, with
 // kernels/speculative/draw.cpp: seeded uniforms and draw(), which a
-// submission may call too); the rule itself is not compiled in.
+// submission may call too), linked from the grader's worker library.
 #include <cstdint>
 
-#include "harness/grade/grade_worker.hpp"
-#include "kernels/speculative/draw.cpp"
-#include "reference/speculative/chain.cpp"
+#include "commands/grade/grade_worker.hpp"
+#include "kernels/speculative/draw.hpp"
+#include "reference/speculative/chain.hpp"
 
 extern "C" int student_spec_round(int K, int V, const int* draft, const double* q, const double* p, const double* u, double r,
                                   int len, int* next, int* keep);

@@ -1,12 +1,12 @@
 // How `memwall grade` calls a moe-layer-cpu submission: compiled together with
-// the student's file into the grader's worker program (harness/grade/
+// the student's file into the grader's worker program (commands/grade/
 // grade_worker.hpp). Buffers arrive in the op's order (reference/moe/
 // moe_layer.cpp): inputs x, w_router, bias, w_gate, w_up, w_down; output y
 // (already poisoned with NaN by the grader, which checks afterwards that the
 // inputs are unchanged and times the call itself).
 #include <cstdint>
 
-#include "harness/grade/grade_worker.hpp"
+#include "commands/grade/grade_worker.hpp"
 
 extern "C" void student_moe_layer(const float* x, const float* w_router, const float* bias, const float* w_gate,
                                   const float* w_up, const float* w_down, float* y, int tokens, int d_model,

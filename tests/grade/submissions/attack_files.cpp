@@ -22,10 +22,15 @@ std::string slurp(const char* path) {
 }
 }  // namespace
 
-// The level's own naive stub, renamed, does the arithmetic.
-#define student_gemm naive_gemm
-#include "levels/01-vectorization/exercise/gemm_cpu.cpp"
-#undef student_gemm
+// The level's textbook loop (its stub's) does the arithmetic.
+static void naive_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc;
+        }
+}
 
 extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
     static int calls = 0;

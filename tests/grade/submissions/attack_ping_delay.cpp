@@ -21,5 +21,12 @@ extern "C" ssize_t read(int fd, void* buf, size_t n) {
 
 extern "C" ssize_t write(int fd, const void* buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
 
-// The level's own naive stub is the answer.
-#include "levels/01-vectorization/exercise/gemm_cpu.cpp"
+// The level's textbook loop (its stub's) is the answer.
+extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc;
+        }
+}

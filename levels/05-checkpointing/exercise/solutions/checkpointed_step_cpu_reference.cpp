@@ -1,22 +1,17 @@
 // Reference solution of exercise checkpointed-step-cpu, used by tests/grade:
 // the project's own every_k rung (optimized/checkpointing/train_step_every_k.cpp,
-// k = round(sqrt(L))) compiled into the submission and run over the
+// k = round(sqrt(L))) run over the
 // student's arrays the way its timed call runs over the harness's. It is
 // bit-identical to store_all and within the memory limit, so it must get
-// full marks; if it doesn't, the grader's limit or timing is unfair.
-//
-// The rung and the op's file register themselves with the harness's
-// registry, which a submission is not linked with, so registration is
-// switched off here; the block kernels and the little of the harness that a
-// Problem needs come from the grade adapter.
-#pragma GCC diagnostic ignored "-Wunused-function"  // the op file's harness-only functions
+// full marks; if it doesn't, the grader's limit or timing is unfair. The
+// rung, the op's helpers and the block kernels are linked from the grader's
+// worker library.
+#include <cstdint>
+#include <memory>
+
 #include "harness/registry.hpp"
-#undef MW_REGISTER_VARIANT
-#define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is the harness's business")
-#undef MW_REGISTER_OP
-#define MW_REGISTER_OP(id, ...) static_assert(true, "registration is the harness's business")
-#include "optimized/checkpointing/train_step_every_k.cpp"
-#include "reference/checkpointing/train_step.cpp"
+#include "kernels/model/config.hpp"
+#include "reference/checkpointing/train_step.hpp"
 
 extern "C" void student_train_step(const float* x, const float* params, const float* dy, float* loss, float* dparams,
                                    float* dx, int layers, int tokens, int seq, int d_model, int heads, int kv_heads,

@@ -1,16 +1,10 @@
 // Reference solution of exercise paged-attn-cpu, used by tests/grade: the
 // project's own blocks rung (optimized/kv_cache/paged_attn_blocks.cpp) and
-// the chunk step it calls (kernels/kv_cache/attend.cpp) compiled into the
-// submission, run over the student's arrays the way the rung's timed call
+// the chunk step it calls (kernels/kv_cache/attend.cpp), linked from the
+// grader's worker library, run over the student's arrays the way the rung's timed call
 // runs over the harness's. Graded against the blocks variant it *is*, it
 // must get full marks; if it doesn't, the grader's timing is unfair.
-//
-// The rung registers itself with the harness's registry, which a submission
-// is not linked with: harness/grade/worker_harness.hpp switches
-// registration off and compiles in the little of the harness needed.
-#include "harness/grade/worker_harness.hpp"
-#include "kernels/kv_cache/attend.cpp"
-#include "optimized/kv_cache/paged_attn_blocks.cpp"
+#include "reference/kv_cache/paged_attn.hpp"
 
 extern "C" void student_paged_attn(const float* q, const std::int32_t* block_table, const std::int32_t* lens,
                                    const void* K, const void* V, const float* K_scale, const float* V_scale,

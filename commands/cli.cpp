@@ -1,0 +1,72 @@
+#include "commands/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "harness/command.hpp"
+
+namespace mw {
+
+void check_output_path(const std::string& path, const char* what) {
+    if (path.empty()) return;
+    const std::filesystem::path p(path);
+    if (std::filesystem::is_directory(p))
+        throw UsageError(std::string(what) + " '" + path + "' is a directory; give a file name");
+    if (p.extension() != ".json") throw UsageError(std::string(what) + " '" + path + "' must end in .json");
+}
+
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+void check_threads(const char* flag, int threads) {
+    const int hw = hardware_threads();
+    if (threads < 1 || threads > 4 * hw)
+        throw UsageError(std::string(flag) + " " + std::to_string(threads) + " is out of range; valid: 1.." +
+                         std::to_string(4 * hw) + " (this machine has " + std::to_string(hw) + ")");
+}
+
+int cli_main(int argc, char** argv) {
+    CLI::App app{"memwall: naive vs optimized transformer kernels, checked, timed and placed on a measured roofline"};
+    set_invocation(argc, argv);
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Show help for every subcommand");
+
+    std::vector<std::pair<CLI::App*, CommandAction>> chosen;
+    std::string names;
+    for (auto& c : commands()) {
+        CommandAction action = c.setup(app);
+        chosen.emplace_back(app.get_subcommand(c.name), std::move(action));
+        names += (names.empty() ? "" : ", ") + c.name;
+    }
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "memwall: " << e.what() << "\n";
+        if (app.get_subcommands().empty()) std::cerr << "valid commands: " << names << " (memwall --help)\n";
+        return 2;
+    }
+
+    try {
+        for (auto& [sub, action] : chosen)
+            if (sub && sub->parsed()) return action();
+    } catch (const UsageError& e) {
+        std::cerr << "memwall: " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "memwall: " << e.what() << "\n";
+        return 1;
+    }
+    return 2;
+}
+
+}  // namespace mw

@@ -1,0 +1,1018 @@
+// `memwall grade <level> --submission FILE`: grade a student's exercise.
+//
+// Why it cannot be fooled or escaped (each item is something a submission,
+// written by someone who has read this file, could otherwise exploit):
+//   - the submission is compiled and run in a bubblewrap sandbox (sandbox.hpp):
+//     its own PID, mount, IPC and network namespaces, a read-only /usr with
+//     BLAS hidden, a private /tmp, nothing of the grader's files; as `nobody`
+//     when the grader is root; with cgroup caps on processes, total memory and
+//     total CPU time where the machine has them, and frozen between calls;
+//   - it sees only a shared mapping holding the current call's inputs and a
+//     poisoned (NaN) output area, every buffer between guard pages and
+//     canaries; the oracle is computed by the grader after the call, in the
+//     grader's own memory;
+//   - inputs come from a seed the submission never sees (--seed for practice,
+//     an instructor's secret, or a fresh random one); every correctness shape
+//     is called twice with different inputs, so an answer cached from the
+//     first call is wrong on the second;
+//   - after every call the inputs are compared byte for byte with the
+//     grader's private copy and the canaries around every buffer are checked;
+//   - crashes, exceptions, endless loops and limits cost the calls they hit,
+//     never the grader, and never the report: it is written after every
+//     process of the submission is gone;
+//   - speed: every time is taken by the grader's clock around the call (the
+//     round trip's fixed cost is measured on the reference worker, which runs
+//     no submission code); the reference variant runs outside the sandbox, on
+//     the same inputs, interleaved round by round with the submission, best of
+//     N each; every timed call gets fresh inputs and its output is compared
+//     with the reference's (exactly, for exact exercises), so a fast-but-wrong
+//     (or cached) timed call earns nothing; the speed shape is checked against
+//     the oracle before and after timing;
+//   - grading oracle "reference" (bit-identity exercises): the reference
+//     variant is run by the grader itself, in its own process, on a problem
+//     made afresh from the same secret seed, and every output must be its
+//     bits; the submission never sees that run or its results.
+#include "commands/grade/grade.hpp"
+
+#include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "harness/check.hpp"
+#include "harness/command.hpp"
+#include "commands/grade/keyed_seed.hpp"
+#include "commands/grade/sanitize.hpp"
+#include "commands/grade/sandbox.hpp"
+#include "harness/gpu.hpp"
+#include "harness/inputs.hpp"
+#include "harness/registry.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+#include "harness/strings.hpp"
+
+namespace mw::grade {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kCallsPerShape = 2;
+constexpr double kCompileLimitS = 180;
+constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stopping may start
+constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
+constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
+constexpr int kBurst = 3;  // calls per side and round
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// --- what to grade ------------------------------------------------------------
+
+struct Seed {
+    std::uint64_t value = 0;  // public and random seeds: the number the report prints
+    std::string kind;         // "public" (--seed), "secret", "random"
+    std::string key;          // every call's seed is keyed_seed(key, ...)
+};
+
+// An instructor's secret: a number or any passphrase, whitespace ignored.
+Seed secret_seed(const std::string& text) {
+    std::string t = text;
+    t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+    if (t.empty()) throw UsageError("the secret seed is empty");
+    return {0, "secret", t};
+}
+
+Seed resolve_seed(const GradeOptions& o) {
+    if (!o.seed_text.empty() && !o.secret_seed_file.empty())
+        throw UsageError("give either --seed (practice) or --secret-seed-file (instructor), not both");
+    if (!o.seed_text.empty()) {
+        if (o.seed_text.find_first_not_of("0123456789") != std::string::npos || o.seed_text.size() >= 20)
+            throw UsageError("--seed '" + o.seed_text + "' must be a non-negative integer");
+        return {std::stoull(o.seed_text), "public", o.seed_text};
+    }
+    if (!o.secret_seed_file.empty()) {
+        std::ifstream in(o.secret_seed_file);
+        if (!in) throw UsageError("cannot read --secret-seed-file '" + o.secret_seed_file + "'");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return secret_seed(ss.str());
+    }
+    if (const char* env = std::getenv("MEMWALL_GRADE_SECRET"); env && *env) return secret_seed(env);
+    const std::uint64_t r = std::uint64_t(std::random_device{}()) << 32 ^ std::random_device{}();
+    return {r, "random", std::to_string(r)};
+}
+
+const Exercise& pick_exercise(const std::vector<Exercise>& all, const GradeOptions& o) {
+    std::vector<std::string> ids;
+    for (auto& x : all) ids.push_back(x.id);
+    if (!o.exercise.empty()) {
+        for (auto& x : all)
+            if (x.id == o.exercise) return x;
+        throw UsageError("unknown exercise '" + o.exercise + "' in level " + all[0].level_id +
+                         "; valid exercises: " + join(ids));
+    }
+    // Without --exercise: the backend says which, else the file's extension.
+    std::string family = o.backend.empty() ? "" : (o.backend == "cpu" ? "cpu" : "cuda");
+    if (family.empty()) family = fs::path(o.submission).extension() == ".cu" ? "cuda" : "cpu";
+    for (auto& x : all)
+        if (x.backend == family) return x;
+    if (all.size() == 1) return all[0];
+    throw UsageError("cannot tell which exercise '" + o.submission + "' is for; pass --exercise (" + join(ids) + ")");
+}
+
+Backend pick_backend(const Exercise& x, const GradeOptions& o) {
+    const std::vector<std::string> valid = x.backend == "cpu" ? std::vector<std::string>{"cpu"}
+                                                               : std::vector<std::string>{"cuda", "cuda-emu"};
+    if (o.backend.empty()) {
+        if (x.backend == "cpu") return Backend::cpu;
+        return gpu_count() > 0 && cuda_backend_built() ? Backend::cuda : Backend::cuda_emu;
+    }
+    if (std::find(valid.begin(), valid.end(), o.backend) == valid.end())
+        throw UsageError("unknown backend '" + o.backend + "' for exercise " + x.id +
+                         "; valid backends: " + join(valid));
+    const Backend b = *parse_backend(o.backend);
+    if (b == Backend::cuda && !(gpu_count() > 0 && cuda_backend_built()))
+        throw UsageError("--backend cuda needs a GPU and a CUDA build (" + gpu_absent_reason() +
+                         "); use --backend cuda-emu to grade correctness on the CPU");
+    return b;
+}
+
+const Variant& find_reference(const Exercise& x, Backend b) {
+    for (auto* v : variants_of(x.op, b))
+        if (v->name == x.reference_variant) return *v;
+    throw std::runtime_error("level " + x.level_id + ": reference variant '" + x.reference_variant + "' of op " +
+                             x.op + " is not registered for backend " + to_string(b));
+}
+
+// --- building the worker ------------------------------------------------------
+
+struct Build {
+    bool ok = false;
+    std::string command, log;
+    double seconds = 0;
+    fs::path exe;
+};
+
+fs::path find_program(const std::string& name, const std::vector<fs::path>& extra = {}) {
+    std::vector<fs::path> dirs = extra;
+    if (const char* path = std::getenv("PATH")) {
+        std::stringstream ss(path);
+        for (std::string d; std::getline(ss, d, ':');) dirs.push_back(d);
+    }
+    for (auto& d : dirs)
+        if (access((d / name).c_str(), X_OK) == 0) return d / name;
+    throw std::runtime_error("'" + name + "' not found on PATH; the grader compiles submissions with it");
+}
+
+// The emulator's static library, from the build tree memwall runs from.
+fs::path emu_library() {
+    if (const char* env = std::getenv("MEMWALL_EMU_LIB"); env && *env) return env;
+#ifdef MEMWALL_EMU_LIB
+    return MEMWALL_EMU_LIB;
+#else
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())
+        if (fs::exists(d / "harness/emu/libmemwall_emu.a")) return d / "harness/emu/libmemwall_emu.a";
+    throw std::runtime_error("cannot find libmemwall_emu.a in memwall's build tree; set MEMWALL_EMU_LIB");
+#endif
+}
+
+// The worker library (kernels, op definitions and rungs with registration
+// off), from the build tree memwall runs from: every CPU worker links it.
+fs::path worker_library() {
+    if (const char* env = std::getenv("MEMWALL_WORKER_LIB"); env && *env) return env;
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())
+        if (fs::exists(d / "libmemwall_worker.a")) return d / "libmemwall_worker.a";
+    throw std::runtime_error("cannot find libmemwall_worker.a in memwall's build tree; set MEMWALL_WORKER_LIB");
+}
+
+bool built_with_asan() {
+#if defined(__SANITIZE_ADDRESS__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::vector<std::string> child_env(int threads) {
+    return {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
+            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads),
+            // cuda-emu: device memory unreachable from host code, as on a GPU
+            "MEMWALL_EMU_DEVICE_MEMORY=protected"};
+}
+
+std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
+    const std::string inc = source_dir().string();
+    if (b == Backend::cpu) {
+        // Default -O3 -march=native: students may use any ISA this machine
+        // has; the reference variants pick theirs with target attributes at
+        // run time. An exercise may name its own (grading.cxx_flags).
+        std::vector<std::string> cmd = {find_program("g++").string(), "-std=c++20"};
+        if (built_with_asan()) cmd.push_back("-fsanitize=address");  // the worker library is built so
+        cmd.insert(cmd.end(), x.cxx_flags.begin(), x.cxx_flags.end());
+        for (const char* a : {"-fopenmp", "-Wall", "-I"}) cmd.push_back(a);
+        for (const std::string& a : {inc, x.adapter.string(), std::string("-x"), std::string("c++"), src.string(),
+                                     std::string("-x"), std::string("none"), worker_library().string(),
+                                     std::string("-Wl,--gc-sections"), std::string("-o"), exe.string()})
+            cmd.push_back(a);
+        return cmd;
+    }
+    if (b == Backend::cuda)
+        // --gc-sections: nvcc emits unused internal functions too, and a
+        // solution that #includes a rung's .cu would otherwise pull in
+        // references to the harness it is not linked with.
+        return {find_program("nvcc", {"/usr/local/cuda/bin"}).string(), "-std=c++20", "-O3", "-arch=native",
+                "-Xcompiler", "-ffunction-sections", "-Xlinker", "--gc-sections", "-I", inc,
+                x.adapter.string(), src.string(), "-o", exe.string()};
+    std::vector<std::string> cmd = {find_program("g++").string(), "-std=c++20", "-O2", "-DMEMWALL_EMU=1",
+                                    "-Wall", "-Wno-unknown-pragmas", "-I", inc, "-x", "c++",
+                                    x.adapter.string(), src.string(), "-x", "none", emu_library().string(),
+                                    "-lboost_context", "-pthread", "-ldl", "-o", exe.string()};
+    if (built_with_asan()) cmd.insert(cmd.begin() + 1, "-fsanitize=address");
+    return cmd;
+}
+
+// The compiler's first lines, with the temp dir's name for the submission
+// replaced by the file the student gave.
+std::string first_lines(std::string log, const std::string& tmp_name, const std::string& shown, int lines) {
+    for (std::size_t at; (at = log.find(tmp_name)) != std::string::npos;) log.replace(at, tmp_name.size(), shown);
+    std::string out;
+    std::stringstream ss(log);
+    int n = 0;
+    for (std::string line; std::getline(ss, line) && n < lines; ++n) out += line + "\n";
+    if (n == lines) out += "... (more errors cut)\n";
+    return out;
+}
+
+Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs::path& submission,
+                       const fs::path& tmp) {
+    Build r;
+    // A copy in the compiler's writable folder, with the extension its
+    // language needs; the compiler sees the project's sources read-only and
+    // nothing else of the grader's.
+    const fs::path dir = tmp / "build";
+    const fs::path src = dir / (b == Backend::cpu ? "submission.cpp" : "submission.cu");
+    fs::copy_file(submission, src, fs::copy_options::overwrite_existing);
+    fs::permissions(src, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read);
+    r.exe = dir / "worker";
+    ChildSpec spec;
+    spec.argv = compile_command(x, b, src, r.exe);
+    for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
+    spec.env = child_env(1);
+    for (const char* sub : {"harness", "kernels", "model", "commands", "reference", "optimized", "levels"})
+        spec.ro_binds.push_back(source_dir() / sub);
+    // The instructor's solutions are not the student's to include.
+    for (auto& level : fs::directory_iterator(source_dir() / "levels"))
+        if (fs::is_directory(level.path() / "exercise" / "solutions"))
+            spec.hidden.push_back((level.path() / "exercise" / "solutions").string());
+    if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
+    if (b == Backend::cpu) spec.ro_binds.push_back(worker_library());
+    spec.rw_binds = {dir.string()};
+    spec.chdir = dir.string();
+    // Files up to 256 MiB: an honest constant table makes a large object
+    // file (the worker's own output stays capped at its 4 MiB). The log's
+    // memory file is bounded by the same limit, and only its tail is read.
+    spec.limits = {.wall_s = kCompileLimitS, .memory_mb = built_with_asan() ? 0u : 8192u, .log_mb = 256,
+                   .max_tasks = 64, .cpu_s = 2 * kCompileLimitS};
+    const Log log;
+    const double t0 = now_s();
+    const Exit e = run_to_completion(sb, spec, log);
+    r.seconds = now_s() - t0;
+    r.ok = !e.timed_out && !e.cpu_exceeded && e.signal == 0 && e.exit_code == 0 &&
+           fs::is_regular_file(fs::symlink_status(r.exe));
+    r.log = first_lines(log.tail(1 << 20), src.string(), submission.filename().string(), r.ok ? 10 : 30);
+    if (!r.ok && e.exit_code != 1) r.log += "compiler " + e.describe(kCompileLimitS, spec.limits) + "\n";
+    return r;
+}
+
+// --- running calls in the worker ----------------------------------------------
+
+struct Session {
+    const Sandbox* sandbox = nullptr;
+    ChildSpec spec;  // the worker program, its binds and limits
+    SharedMemory shm;
+    Worker worker;
+    double budget_left = 0;  // seconds of call time left to the submission
+    int starts = 0;
+    bool left_behind = false;  // a stopped worker left a process behind
+};
+
+struct Outcome {
+    bool ok = false;
+    std::string message;
+    double wall_s = 0, device_s = -1;
+};
+
+// One call's buffers: the op's problem, and the inputs the grader prepared
+// for the exercise (staged after the outputs; checked unchanged like inputs).
+struct CallData {
+    Problem p;
+    std::vector<Buffer> extras;
+};
+
+std::size_t layout_bytes(const std::vector<const Buffer*>& all) {
+    std::size_t n = kHeaderBytes + kPage;  // header, first guard page
+    for (auto* b : all) n += area_bytes(b->size_bytes()) + kPage;
+    return n;
+}
+
+std::vector<const Buffer*> buffers_of(const CallData& c) {
+    std::vector<const Buffer*> all;
+    for (auto* list : {&c.p.inputs, &c.p.outputs, &c.extras})
+        for (auto& b : *list) all.push_back(&b);
+    return all;
+}
+
+// Inputs the grader prepares for an exercise ("prepared_inputs" in the level
+// manifest), so that the worker does no work of its own outside the timed call.
+std::vector<Buffer> prepare_extras(const Exercise& x, const Op& op, const Problem& p) {
+    if (x.prepared_inputs.empty()) return {};
+    const auto it = op.prepared_inputs.find(x.prepared_inputs);
+    if (it != op.prepared_inputs.end()) return it->second(p);
+    std::string valid;
+    for (auto& [name, fn] : op.prepared_inputs) valid += (valid.empty() ? "" : ", ") + name;
+    throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " asks for prepared inputs '" +
+                             x.prepared_inputs + "' of op " + op.name + "; valid: " +
+                             (valid.empty() ? "none (the op prepares no inputs)" : valid));
+}
+
+CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uint64_t seed) {
+    CallData c{op.make_problem(shape, op.dtypes.at(0), seed), {}};
+    c.extras = prepare_extras(x, op, c.p);
+    return c;
+}
+
+// Header, inputs, poisoned outputs, extras and canaries into the shared mapping.
+void stage(Session& s, CallData& c) {
+    Problem& p = c.p;
+    SharedHeader& h = s.shm.header();
+    h = SharedHeader{};
+    h.n_inputs = static_cast<std::uint32_t>(p.inputs.size());
+    h.n_outputs = static_cast<std::uint32_t>(p.outputs.size());
+    h.n_extras = static_cast<std::uint32_t>(c.extras.size());
+    const auto all = buffers_of(c);
+    if (all.size() > static_cast<std::size_t>(kMaxBuffers)) throw std::runtime_error("too many buffers for one call");
+    h.mapped_bytes = layout_bytes(all);
+    if (h.mapped_bytes > s.shm.size) throw std::runtime_error("the shared mapping is too small for this call");
+    std::memset(s.shm.base + kHeaderBytes, kCanary, kPage);
+    std::size_t area = kHeaderBytes + kPage;
+    for (auto& b : p.outputs) poison(b);  // NaN: whatever the call leaves unwritten fails the check
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::size_t bytes = all[i]->size_bytes(), span = area_bytes(bytes);
+        std::memset(s.shm.base + area, kCanary, span + kPage);
+        h.offset[i] = buffer_start(area, bytes), h.bytes[i] = bytes;
+        std::memcpy(s.shm.base + h.offset[i], all[i]->data.get(), bytes);
+        area += span + kPage;
+    }
+    for (auto& [name, v] : p.shape.axes) {
+        std::snprintf(h.axis_names[h.n_axes], sizeof h.axis_names[0], "%s", name.c_str());
+        h.axes[h.n_axes++] = v;
+    }
+}
+
+// The first byte of [from, to) that is not the canary, or `to`.
+std::size_t first_changed(const unsigned char* base, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i)
+        if (base[i] != kCanary) return i;
+    return to;
+}
+
+// Outputs back into the problem; inputs and extras compared with the grader's
+// copies; canaries around every buffer checked. `h` is the grader's own copy
+// of the header it staged (the worker could have changed the shared one).
+std::string collect(Session& s, CallData& c, const SharedHeader& h) {
+    const auto all = buffers_of(c);
+    const unsigned char* base = s.shm.base;
+    if (first_changed(base, kHeaderBytes, kHeaderBytes + kPage) != kHeaderBytes + kPage)
+        return "the submission wrote before the start of its first buffer (" + all[0]->name + ")";
+    const std::size_t n_in = c.p.inputs.size(), n_out = c.p.outputs.size();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const Buffer& b = *all[i];
+        const std::size_t start = h.offset[i], end = start + b.size_bytes();
+        const std::size_t area = start + round_up(b.size_bytes(), kAlign) - area_bytes(b.size_bytes());
+        const std::size_t guard_end = start + round_up(b.size_bytes(), kAlign) + kPage;
+        if (const std::size_t at = first_changed(base, end, guard_end); at != guard_end)
+            return "the submission wrote past the end of " + b.name + " (first changed byte: " +
+                   std::to_string(at - end + 1) + " after its last element)";
+        if (const std::size_t at = first_changed(base, area, start); at != start)
+            return "the submission wrote before the start of " + b.name + " (" + std::to_string(start - at) +
+                   " bytes before its first element)";
+        const bool is_output = i >= n_in && i < n_in + n_out;
+        if (is_output) continue;
+        if (std::memcmp(base + start, b.data.get(), b.size_bytes()) != 0) {
+            std::size_t e = 0;
+            const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
+            while (e < b.count && std::memcmp(base + start + e * es, b.data.get() + e * es, es) == 0) ++e;
+            return "the submission wrote into its input " + b.name + " (first change at " + element_name(b, e) +
+                   "); inputs are const";
+        }
+    }
+    for (std::size_t k = 0; k < n_out; ++k) {
+        Buffer& b = c.p.outputs[k];
+        std::memcpy(b.data.get(), base + h.offset[n_in + k], b.size_bytes());
+    }
+    return {};
+}
+
+std::string crash_message(const Session& s, const CallResult& r) {
+    std::string m = "the submission " + r.exit.describe(r.wall_s, s.spec.limits);
+    if (r.exit.timed_out) m += " (time limit " + fmt("%.3g", s.spec.limits.wall_s) + " s for all its calls)";
+    const std::string tail = s.worker.log ? s.worker.log->tail(1500) : "";
+    if (!tail.empty()) m += "\nits last output:\n" + tail;
+    return m;
+}
+
+void stop(Session& s) {
+    if (!stop_worker(s.worker)) s.left_behind = true;
+}
+
+Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
+    Outcome o;
+    if (s.budget_left <= 0) {
+        o.message = "not run: the time limit (" + fmt("%.3g", s.spec.limits.wall_s) + " s) is used up";
+        return o;
+    }
+    if (s.worker.pid < 0) {
+        if (s.starts >= 12) {
+            o.message = "not run: the submission crashed too often";
+            return o;
+        }
+        stop(s);  // whatever the last one left
+        s.worker = start_worker(*s.sandbox, s.spec, s.shm);
+        ++s.starts;
+    }
+    SharedHeader staged;
+    if (cmd == kRun) stage(s, *c), staged = s.shm.header();
+    const long long oom_before = s.worker.cgroup ? s.worker.cgroup->oom_kills() : 0;
+    const CallResult r = call_worker(s.worker, cmd, s.budget_left);
+    s.budget_left -= r.wall_s;
+    o.wall_s = r.wall_s;
+    if (!r.ok) {
+        o.message = crash_message(s, r);
+        if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
+        return o;
+    }
+    if (r.reply.status != 0) {
+        // The worker filled the message: read no further than its array.
+        const std::string said = bounded(r.reply.message, sizeof r.reply.message);
+        o.message = "the call failed: " + said;
+        // Under the per-process limit (RLIMIT_AS) an allocation past the
+        // memory limit is refused rather than killed: say which limit.
+        if (said.find("bad_alloc") != std::string::npos || said.find("bad_array_new_length") != std::string::npos)
+            o.message += " (an allocation was refused: the submission may hold at most " +
+                         std::to_string(s.spec.limits.memory_mb) + " MiB, its memory limit)";
+        return o;
+    }
+    o.device_s = r.reply.device_seconds;
+    if (s.worker.cgroup && s.worker.cgroup->oom_kills() > oom_before) {
+        o.message = "the submission went over its memory limit (" + std::to_string(s.spec.limits.memory_mb) +
+                    " MiB over all of its processes): a process of it was killed during the call";
+        return o;
+    }
+    if (cmd == kRun) o.message = collect(s, *c, staged);
+    o.ok = o.message.empty();
+    return o;
+}
+
+std::uint64_t call_seed(const Seed& seed, const std::string& what, int i) {
+    return keyed_seed(seed.key, what + "#" + std::to_string(i));
+}
+
+// What a submission is checked against: the op's fp64 oracle, or, for a
+// lossy exercise (grading "oracle": "contract"), the reference variant's
+// contract oracle (e.g. y = dequant(Q(W)) x in fp64 for quantized weights).
+using OracleFn = std::function<std::vector<std::vector<double>>(const Problem&)>;
+
+const OracleFn& oracle_of(const Exercise& x, const Op& op, const Variant& ref) {
+    // "reference" judges by the reference variant's bits (same_bits_as_reference);
+    // the op's oracle stays the fallback of code that asks for one.
+    if (x.oracle == "exact" || x.oracle == "reference") return op.oracle;
+    if (x.oracle == "contract") {
+        if (!ref.contract_oracle)
+            throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " asks for the contract oracle, but " +
+                                     "reference variant '" + ref.name + "' declares none");
+        return ref.contract_oracle;
+    }
+    throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " has oracle '" + x.oracle +
+                             "'; valid: exact, contract, reference");
+}
+
+// Grading oracle "reference": the reference variant, run by the grader in its
+// own process (with the submission's thread count) on a problem made afresh
+// from the same seed, so on the same inputs; the submission's outputs must be
+// its outputs bit for bit. "" when they are.
+std::string same_bits_as_reference(const Op& op, const Variant& ref, const Problem& sub) {
+    Problem want = op.make_problem(sub.shape, sub.dtype, sub.seed);
+    Instance inst = ref.prepare(want);
+    inst.run(), inst.sync(), inst.fetch();
+    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+        const Buffer &b = sub.outputs[k], &r = want.outputs.at(k);
+        if (std::memcmp(b.data.get(), r.data.get(), b.size_bytes()) == 0) continue;
+        const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
+        std::size_t e = 0, differing = 0;
+        while (e < b.count && std::memcmp(b.data.get() + e * es, r.data.get() + e * es, es) == 0) ++e;
+        for (std::size_t i = e; i < b.count; ++i)
+            differing += std::memcmp(b.data.get() + i * es, r.data.get() + i * es, es) != 0;
+        return "output " + b.name + " is not bit for bit what the reference variant " + ref.name +
+               " computes on the same inputs: " + std::to_string(differing) + " of " + std::to_string(b.count) +
+               " elements differ, the first at " + element_name(b, e) + " (" + fmt("%.9g", load_as_double(b, e)) +
+               " where the reference has " + fmt("%.9g", load_as_double(r, e)) + ")";
+    }
+    return {};
+}
+
+// The submission on fresh inputs, checked against the oracle (or, for grading
+// oracle "reference", against the reference variant's bits).
+Outcome checked_call(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Shape& shape,
+                     std::uint64_t seed) {
+    CallData c = make_call(x, op, shape, seed);
+    Outcome o = run_call(s, &c);
+    if (!o.ok) return o;
+    if (x.oracle == "reference") {
+        const Variant* ref = nullptr;
+        for (auto* v : variants_of(op.name, Backend::cpu))
+            if (v->name == x.reference_variant) ref = v;
+        if (!ref) throw std::runtime_error("reference variant '" + x.reference_variant + "' is not registered");
+        o.message = same_bits_as_reference(op, *ref, c.p);
+        o.ok = o.message.empty();
+        return o;
+    }
+    const CheckResult r = check_problem(op, c.p, oracle(c.p));  // computed only now, after the call
+    if (!r.ok) o.ok = false, o.message = r.message;
+    return o;
+}
+
+json test(const std::string& name, const std::string& kind, bool passed, double score, double max_score,
+          const std::string& output) {
+    return {{"name", name}, {"kind", kind}, {"passed", passed}, {"score", score}, {"max_score", max_score},
+            {"output", output}};
+}
+
+json grade_correctness(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Seed& seed) {
+    json tests = json::array();
+    const double each = x.correctness_points / std::max<std::size_t>(x.correctness_shapes.size(), 1);
+    for (auto& text : x.correctness_shapes) {
+        const Shape shape = parse_shape(text, op.default_shape, op.axes, op.flag_axes);
+        std::string out;
+        bool ok = true;
+        for (int call = 0; call < kCallsPerShape && ok; ++call) {
+            const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "correct/" + text, call));
+            if (!o.ok) ok = false, out = "call " + std::to_string(call + 1) + " of " +
+                                          std::to_string(kCallsPerShape) + " (fresh inputs each call): " + o.message;
+        }
+        if (ok) out = "correct on " + std::to_string(kCallsPerShape) + " calls with different inputs";
+        tests.push_back(test("correctness " + text, "correctness", ok, ok ? each : 0, each, out));
+    }
+    return tests;
+}
+
+// --- speed --------------------------------------------------------------------
+
+// A worker running the reference variant: this very binary, in its hidden
+// `grade-worker` mode, with the submission's thread count and memory layout,
+// outside the sandbox (it runs no submission code, and nothing in the sandbox
+// can see it). Its failures are the grader's, never the submission's.
+Session reference_session(const Session& sub, const Op& op, const Variant& ref, Backend b, bool time_call) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw std::runtime_error("cannot find the memwall executable: " + ec.message());
+    Session r;
+    r.sandbox = sub.sandbox;
+    r.spec.argv = {self.string(), "grade-worker", "--op", op.name, "--variant", ref.name, "--backend", to_string(b)};
+    if (time_call) r.spec.argv.push_back("--time-call");
+    r.spec.env = sub.spec.env;
+    r.spec.sandboxed = false;
+    r.spec.limits = {.wall_s = 600, .cpus = sub.spec.limits.cpus};  // the same cores as the submission
+    r.budget_left = r.spec.limits.wall_s;
+    r.shm = make_shared_memory(sub.shm.size);
+    return r;
+}
+
+struct GraderError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Submission output vs the reference variant's on the same inputs: both are
+// fp32 GEMMs, so each is allowed its own rounding error (scale 2); outputs
+// checked exactly, and every output when `bitwise` (grading oracle
+// "reference"), must be the same bits.
+std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref, bool bitwise) {
+    const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
+    for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
+        const CheckMode mode = bitwise ? CheckMode::exact : op.check.mode_for(sub.outputs[k].name);
+        if (mode == CheckMode::exact) {
+            if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
+                return "output " + sub.outputs[k].name +
+                       " differs from the reference's (this exercise is checked exactly)";
+            continue;
+        }
+        // Token sequences and samples were judged against the oracle by their
+        // own rules; the reference's near-ties or random draws are no target.
+        if (mode != CheckMode::tolerance) continue;
+        std::vector<double> want(ref.outputs[k].count);
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = load_as_double(ref.outputs[k], i);
+        const CheckResult c = check_close(sub.outputs[k], want, sub.outputs[k].dtype, L,
+                                          2.0 * op.check.tolerance_scale);
+        if (!c.ok) return c.message;
+    }
+    return {};
+}
+
+// OpenMP threads spin for a while after a parallel region before they sleep
+// (libgomp: GOMP_SPINCOUNT, 300000 pauses: ~10 ms on an idle core, far longer
+// on a loaded one). Timing one side while the other side's threads still spin
+// would take cores from it, so each burst waits until every thread of the
+// other process (or this one's, but the caller) is asleep, 0.5 s at most.
+bool threads_idle(pid_t pid) {
+    std::error_code ec;
+    for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream in(t.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto paren = stat.rfind(')');
+        if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'R') return false;
+    }
+    return true;
+}
+
+// `root` and every process below it (the sandbox's processes, seen from
+// outside its PID namespace).
+std::vector<pid_t> process_tree(pid_t root) {
+    std::map<pid_t, std::vector<pid_t>> children;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator("/proc", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto paren = stat.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream rest(stat.substr(paren + 2));
+        char state = 0;
+        long ppid = 0;
+        if (rest >> state >> ppid) children[static_cast<pid_t>(ppid)].push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    std::vector<pid_t> tree = {root};
+    for (std::size_t i = 0; i < tree.size(); ++i)
+        for (pid_t c : children[tree[i]]) tree.push_back(c);
+    return tree;
+}
+
+// OpenMP threads spin for a while after a parallel region before they sleep
+// (libgomp: GOMP_SPINCOUNT, 300000 pauses: ~10 ms on an idle core, far longer
+// on a loaded one). Timing one side while the other side's threads still spin
+// would take cores from it, so each burst waits until every thread of the
+// other side is asleep, 0.5 s at most. A sandbox with a freezer is frozen
+// between its calls, which stops all of its threads and processes at once.
+void wait_idle(const Session& other) {
+    if (other.worker.pid < 0 || other.worker.cgroup) return;
+    for (int i = 0; i < 500; ++i) {
+        bool idle = true;
+        for (pid_t p : process_tree(other.worker.pid)) idle = idle && threads_idle(p);
+        if (idle) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+bool confirmed(std::vector<double> t) {
+    if (t.size() < 2) return false;
+    std::sort(t.begin(), t.end());
+    return t[1] <= 1.1 * t[0];
+}
+
+// The round trip of an empty call, measured on the reference worker: it runs
+// no submission code, so nothing can make it look slower than it is (a
+// submission that delayed its own answers to empty calls would otherwise
+// have that delay subtracted from its timed calls).
+double ping_overhead(Session& trusted) {
+    double best = 1e9;
+    for (int i = 0; i < 20; ++i) {
+        const Outcome o = run_call(trusted, nullptr, kPing);
+        if (!o.ok) throw GraderError("the reference worker did not answer: " + o.message);
+        best = std::min(best, o.wall_s);
+    }
+    return best;
+}
+
+json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Variant& ref, Backend b,
+                 const Seed& seed, bool all_correct) {
+    const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes, op.flag_axes);
+    const std::string name = "speed " + x.speed_shape;
+    json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
+                 {"floor_ratio", x.floor_ratio}};
+    auto result = [&](bool passed, double score, const std::string& out) {
+        json t = test(name, "speed", passed, score, x.speed_points, out);
+        t["speed"] = info;
+        return t;
+    };
+    if (!all_correct) return result(false, 0, "no speed credit without full correctness");
+    if (const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "speed/before", 0)); !o.ok)
+        return result(false, 0, "wrong at the speed shape before timing: " + o.message);
+
+    // The reference runs in a worker process of its own (memwall grade-worker),
+    // so that both sides pay the same round trip: a process woken through a
+    // pipe on a busy machine waits for a core, and timing one side in-process
+    // would hand it that wait as a head start. Every submission time is the
+    // grader's clock around the call minus the empty round trip measured on
+    // the reference worker. timing "call" (CPU exercises whose reference
+    // variant prepares its inputs, e.g. quantizes weights, in every call that
+    // the submission gets prepared by the grader): the reference worker times
+    // its variant's run() alone, and that is trusted because it runs no
+    // submission code.
+    const bool time_call = b == Backend::cpu && x.timing == "call";
+    Session r = reference_session(s, op, ref, b, time_call);
+    auto finish = [&] {
+        stop(r);
+        release(r.shm);
+    };
+    try {
+        const double overhead = ping_overhead(r);
+        auto sub_seconds = [&](const Outcome& o) { return std::max(o.wall_s - overhead, 1e-9); };
+        auto ref_seconds = [&](const Outcome& o) {
+            if (time_call) {
+                if (!(o.device_s > 0 && o.device_s <= o.wall_s))
+                    throw GraderError("the reference worker reported no time for its call");
+                return o.device_s;
+            }
+            return std::max(o.wall_s - overhead, 1e-9);
+        };
+        auto ref_call = [&](CallData& c) {
+            Outcome o = run_call(r, &c);
+            if (!o.ok && r.worker.pid < 0) o = run_call(r, &c);  // one restart
+            if (!o.ok) throw GraderError("the reference worker failed: " + o.message);
+            return o;
+        };
+        {  // warm the reference's threads and pages, as the check call warmed the submission's
+            CallData w = make_call(x, op, shape, call_seed(seed, "speed/warm", 0));
+            ref_call(w);
+        }
+        double best_ref = 1e30, best_sub = 1e30, spent = 0;
+        std::vector<double> refs, subs;
+        int rounds = 0, calls = 0;
+        // Stop when both bests are confirmed (a second round within 10%: one
+        // lucky or unlucky sample doesn't decide the score) and the time budget
+        // is spent, or at the round limit.
+        auto settled = [&] {
+            return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
+        };
+        for (; rounds < x.max_rounds && (rounds < kMinRounds || !settled()); ++rounds) {
+            // A round: a burst of calls from each side on the same fresh inputs,
+            // the side that goes first alternating. Within a burst a side's
+            // threads stay warm; a burst starts when the other side's are asleep.
+            std::vector<CallData> cs, cr;
+            for (int i = 0; i < kBurst; ++i) {
+                const std::uint64_t sd = call_seed(seed, "speed/round", rounds * kBurst + i);
+                cs.push_back(make_call(x, op, shape, sd)), cr.push_back(make_call(x, op, shape, sd));
+            }
+            double t_ref = 1e30, t_sub = 1e30;
+            auto ref_burst = [&] {
+                wait_idle(s);
+                for (auto& c : cr) t_ref = std::min(t_ref, ref_seconds(ref_call(c)));
+            };
+            if (rounds % 2 == 0) ref_burst();
+            wait_idle(r);
+            for (auto& c : cs) {
+                const Outcome o = run_call(s, &c);
+                ++calls;
+                if (!o.ok) {
+                    finish();
+                    return result(false, 0, "timed call " + std::to_string(calls) + ": " + o.message);
+                }
+                t_sub = std::min(t_sub, sub_seconds(o));
+            }
+            if (rounds % 2 == 1) ref_burst();
+            for (int i = 0; i < kBurst; ++i)
+                if (const std::string m = compare_with_reference(op, cs[i].p, cr[i].p, x.oracle == "reference");
+                    !m.empty()) {
+                    finish();
+                    return result(false, 0, "timed call " + std::to_string(calls - kBurst + i + 1) +
+                                                " disagrees with the reference variant on the same inputs: " + m);
+                }
+            if (std::getenv("MEMWALL_GRADE_DEBUG"))
+                std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
+            best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
+            refs.push_back(t_ref), subs.push_back(t_sub);
+            spent += kBurst * (t_sub + t_ref);
+            // Far below the floor, more rounds change nothing, once the
+            // reference's best is confirmed (one slow round of the reference,
+            // say while a neighbour held a core, must not lift the ratio).
+            if (rounds + 1 >= kMinRounds && confirmed(refs) && best_ref / best_sub < x.floor_ratio / 2) {
+                ++rounds;
+                break;
+            }
+        }
+        finish();
+        if (const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "speed/after", 0)); !o.ok)
+            return result(false, 0, "wrong at the speed shape after timing: " + o.message);
+
+        const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
+        const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
+        info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
+                     {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
+                     {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
+        std::string out = "best of " + std::to_string(rounds) + " interleaved rounds of " + std::to_string(kBurst) +
+                          " calls a side, fresh inputs each call, every time taken by the grader: reference '" +
+                          ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
+                          fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
+                          fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
+                          " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
+                          fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+        return result(ratio >= x.full_credit_ratio, score, out);
+    } catch (const GraderError& e) {
+        finish();
+        json t = result(false, 0, std::string("not graded: ") + e.what() +
+                                      ". This is the grader's error, not the submission's: grade it again.");
+        t["grader_error"] = true;
+        return t;
+    }
+}
+
+// --- the whole grading --------------------------------------------------------
+
+json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const fs::path& tmp,
+           const Sandbox& sb) {
+    const Op* op = find_op(x.op);
+    if (!op) throw std::runtime_error("level " + x.level_id + " names op '" + x.op + "', which is not registered");
+    const Variant& ref = find_reference(x, b);
+    const OracleFn& oracle = oracle_of(x, *op, ref);
+    const int hw = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = o.threads > 0 ? o.threads : (x.threads > 0 ? x.threads : hw);
+    const bool emulated = b == Backend::cuda_emu;
+    const double max_score = x.correctness_points + (emulated ? 0 : x.speed_points);
+
+    json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
+                {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
+                {"seed", {{"kind", seed.kind}}}, {"threads", threads}, {"max_score", max_score},
+                {"cpus", cpu_list(emulated ? hw : threads)},
+                {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
+    if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
+    json tests = json::array();
+
+    const Build build = build_submission(sb, x, b, o.submission, tmp);
+    doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log}};
+    tests.push_back(test("build", "build", build.ok, 0, 0,
+                         build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
+                                  : "compile error, no points:\n" + build.log));
+    bool left_behind = false;
+    if (build.ok) {
+        Session s;
+        s.sandbox = &sb;
+        s.spec.argv = {build.exe.string()};
+        s.spec.ro_binds = {build.exe.string()};
+        const int worker_threads = emulated ? hw : threads;
+        s.spec.env = child_env(worker_threads);
+        const double wall = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s;
+        s.spec.limits = {.wall_s = wall,
+                         .memory_mb = std::size_t(x.memory_limit_mb),
+                         .max_tasks = 64,
+                         .cpu_s = wall * worker_threads + 5,
+                         .per_process_memory = !(b == Backend::cuda || built_with_asan()),
+                         .cpus = worker_threads};
+        if (b == Backend::cuda && !sb.cgroups) s.spec.limits.memory_mb = 0;
+        s.budget_left = wall;
+        std::size_t shm = kHeaderBytes;
+        std::vector<std::string> shapes = x.correctness_shapes;
+        if (!emulated && !x.speed_shape.empty()) shapes.push_back(x.speed_shape);
+        for (auto& text : shapes) {
+            const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes, op->flag_axes), 0);
+            shm = std::max(shm, layout_bytes(buffers_of(c)));
+        }
+        s.shm = make_shared_memory(shm);
+        omp_set_num_threads(threads);  // the reference runs with the submission's thread count
+
+        json correctness = grade_correctness(s, x, *op, oracle, seed);
+        bool all_correct = true;
+        for (auto& t : correctness) all_correct = all_correct && t["passed"].get<bool>(), tests.push_back(t);
+        if (emulated) {
+            tests.push_back(test("speed " + x.speed_shape, "speed", false, 0, 0,
+                                 "not graded under cuda-emu: emulated timings mean nothing. " + x.emulated_note));
+        } else if (!x.speed_shape.empty()) {
+            tests.push_back(grade_speed(s, x, *op, oracle, ref, b, seed, all_correct));
+        }
+        stop(s);
+        left_behind = s.left_behind;
+        release(s.shm);
+        doc["time_used_s"] = wall - std::max(0.0, s.budget_left);
+        doc["time_limit_s"] = wall;
+        doc["memory_limit_mb"] = x.memory_limit_mb;
+    } else {
+        for (auto& text : x.correctness_shapes)
+            tests.push_back(test("correctness " + text, "correctness", false, 0,
+                                 x.correctness_points / x.correctness_shapes.size(), "not run: compile error"));
+        if (!emulated) tests.push_back(test("speed " + x.speed_shape, "speed", false, 0, x.speed_points,
+                                            "not run: compile error"));
+    }
+    double score = 0;
+    bool grader_error = false;
+    for (auto& t : tests) {
+        score += t["score"].get<double>();
+        grader_error = grader_error || t.value("grader_error", false);
+    }
+    doc["tests"] = tests;
+    doc["score"] = score;
+    doc["grader_error"] = grader_error;
+    doc["sandbox"]["left_behind"] = left_behind;
+    json notes = json::array();
+    if (!sb.enabled)
+        notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
+    if (emulated) notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
+    if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
+    if (!notes.empty()) doc["notes"] = notes;
+    return doc;
+}
+
+}  // namespace
+
+int run_grade(const GradeOptions& o) {
+    if (o.cleanup) {
+        const auto removed = cleanup_leftovers();
+        for (auto& r : removed) std::cout << "removed " << r << "\n";
+        std::cout << "memwall grade --cleanup: " << removed.size() << " left-overs of earlier grades removed\n";
+        return 0;
+    }
+    if (o.level.empty()) throw UsageError("give a level (01-vectorization, 01 or vectorization), or --cleanup");
+    if (o.submission.empty()) throw UsageError("give the student's source file: --submission FILE");
+    if (o.format != "text" && o.format != "json" && o.format != "gradescope")
+        throw UsageError("unknown format '" + o.format + "'; valid formats: text, json, gradescope");
+    if (!o.backend.empty() && !parse_backend(o.backend))
+        throw UsageError("unknown backend '" + o.backend + "'; valid backends: " + join(all_backend_names()));
+    const auto level = load_level(o.level);
+    const Exercise& x = pick_exercise(level, o);
+    const Backend b = pick_backend(x, o);
+    if (o.submission.empty() || !fs::is_regular_file(o.submission))
+        throw UsageError("submission '" + o.submission + "' is not a readable file");
+    if (o.time_limit_s < 0) throw UsageError("--time-limit must be positive");
+    if (!o.out.empty() && fs::is_directory(o.out)) throw UsageError("--out '" + o.out + "' is a directory");
+    const Seed seed = resolve_seed(o);
+
+    harden_grader();
+    start_guard();
+    const Sandbox sb = make_sandbox(o.unsafe_no_sandbox, x.allow_blas, b == Backend::cuda);
+    const fs::path tmp = make_temp_dir();
+    json doc;
+    try {
+        doc = grade(o, x, b, seed, tmp, sb);
+    } catch (...) {
+        fs::remove_all(tmp);
+        throw;
+    }
+    fs::remove_all(tmp);
+
+    // The submission's bytes (compiler messages, its output, its exception
+    // messages) are in the doc: JSON gets invalid UTF-8 replaced (control
+    // characters are escaped by JSON itself), the text report every control
+    // character but newline and tab made visible.
+    constexpr auto replace = json::error_handler_t::replace;
+    std::string text = o.format == "json"         ? doc.dump(2, ' ', false, replace) + "\n"
+                       : o.format == "gradescope" ? report_gradescope(doc).dump(2, ' ', false, replace) + "\n"
+                                                  : printable(report_text(doc));
+    if (o.out.empty()) {
+        std::cout << text;
+    } else {
+        write_file_atomic(o.out, text);
+        std::cerr << "memwall grade: score " << doc["score"].get<double>() << " / " << doc["max_score"].get<double>()
+                  << "; report: " << o.out << "\n";
+    }
+    return doc.value("grader_error", false) ? 3 : 0;
+}
+
+}  // namespace mw::grade
+
+MW_REGISTER_COMMAND(grade, [](CLI::App& app) -> mw::CommandAction {
+    auto* sub = app.add_subcommand("grade", "Grade a student's exercise submission (correctness, then speed)");
+    auto o = std::make_shared<mw::grade::GradeOptions>();
+    sub->add_option("level", o->level, "Level: 01-vectorization, 01 or vectorization");
+    sub->add_option("--submission", o->submission, "The student's source file");
+    sub->add_option("--exercise", o->exercise, "Exercise id (default: from --backend or the file's extension)");
+    sub->add_option("--seed", o->seed_text, "Public practice seed (default: a fresh random seed, printed)");
+    sub->add_option("--secret-seed-file", o->secret_seed_file,
+                    "Instructor's secret seed (a number or a passphrase); or set MEMWALL_GRADE_SECRET");
+    sub->add_option("--format", o->format, "text, json or gradescope")->default_val("text");
+    sub->add_option("--out", o->out, "Write the report here (atomically) instead of standard output");
+    sub->add_option("--backend", o->backend, "cpu, cuda or cuda-emu (default: the exercise's; cuda-emu without a GPU)");
+    sub->add_option("--time-limit", o->time_limit_s, "Seconds for all of the submission's calls (default: the level's)");
+    sub->add_option("--threads", o->threads, "CPU threads for submission and reference (default: the level's)");
+    sub->add_flag("--cleanup", o->cleanup,
+                  "Remove what graders that were killed left behind (cgroups, temp folders), then exit");
+    sub->add_flag("--unsafe-no-sandbox", o->unsafe_no_sandbox,
+                  "Run the submission without bubblewrap (local practice only; the report says so)");
+    return [o] { return mw::grade::run_grade(*o); };
+});

@@ -1,0 +1,196 @@
+// Running untrusted code for `memwall grade`: the compiler and the worker, each
+// in a bubblewrap sandbox (bwrap, Debian's `bubblewrap`), with limits on the
+// whole of what the submission starts.
+//
+// What a sandboxed child sees and may do:
+//   - its own PID, mount, IPC, network, UTS and cgroup namespaces
+//     (`--unshare-all`): no other process of the machine is visible (not the
+//     grader, not the reference worker), no network;
+//   - a root of its own: /usr read-only (BLAS and cuBLAS libraries masked
+//     unless the level allows them), a private /tmp (tmpfs), a minimal /dev, a
+//     /proc of its own namespace, and read-only binds of just the files it
+//     needs (the worker executable; for the compiler, the project's headers);
+//     the grader's files, its temporary folder, a secret seed file are not
+//     there at all;
+//   - `--die-with-parent` and a PID namespace: when the grader kills the
+//     sandbox, or dies, every process inside dies with it (a setsid()
+//     grandchild included);
+//   - when the grader runs as root, the uid/gid of `nobody`;
+//   - a minimal environment (no MEMWALL_GRADE_SECRET);
+//   - stdout/stderr into an anonymous memory file of capped size (no file
+//     name anyone could replace with a link);
+//   - where cgroup v1 is writable (pids, memory, cpuacct, freezer), one
+//     cgroup per child: a cap on processes + threads, on memory summed over
+//     every process, CPU time summed over every thread and child, and a
+//     freezer, which stops everything the submission runs between its calls
+//     (so nothing of it runs while the reference is timed or after it has
+//     answered). Without writable cgroups, memory is limited per process
+//     (RLIMIT_AS), processes and threads by RLIMIT_NPROC (the child's user's
+//     current count plus the cap), CPU time only through the wall-time
+//     limit, and the report says so.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands/grade/grade_protocol.hpp"
+
+namespace mw::grade {
+
+struct Limits {
+    double wall_s = 60;         // kill after this long (run_to_completion)
+    std::size_t memory_mb = 0;  // all processes together (cgroup) and each (RLIMIT_AS); 0 = none
+    std::size_t log_mb = 4;     // stdout/stderr and every file written: no larger (RLIMIT_FSIZE)
+    int max_tasks = 0;          // processes + threads (cgroup pids.max); 0 = none
+    double cpu_s = 0;           // CPU seconds over every thread and process; 0 = none
+    bool per_process_memory = true;  // RLIMIT_AS too (not under ASan or CUDA: huge reservations)
+    // Confine the child to this many CPUs, the first of the grader's own
+    // (sched_setaffinity before exec; the seccomp filter keeps a sandboxed
+    // child from widening it); 0 = all the grader's.
+    int cpus = 0;
+    // No child runs above normal priority: untrusted code at nice -20 would
+    // starve the machine's other work, the grader's own included.
+};
+
+// How children are contained; one per grade.
+struct Sandbox {
+    bool enabled = true;   // false: --unsafe-no-sandbox (local practice only)
+    std::string bwrap;     // the bwrap executable
+    bool as_nobody = false;  // the grader is root: children run as nobody
+    bool cgroups = false;    // cgroup v1 pids/memory/cpuacct/freezer can be made here
+    bool gpu = false;        // bind the NVIDIA device nodes
+    std::vector<std::string> masked_dirs, masked_files;  // BLAS libraries hidden from the child
+    std::string describe() const;  // one line for the report
+};
+
+// Finds bwrap and checks that it can make namespaces here; throws UsageError
+// saying how to install it (or that --unsafe-no-sandbox exists) otherwise.
+Sandbox make_sandbox(bool unsafe, bool allow_blas, bool gpu);
+
+// What one child is.
+struct ChildSpec {
+    std::vector<std::string> argv;  // argv[0]: an absolute path
+    std::vector<std::string> env;
+    std::vector<std::string> ro_binds, rw_binds;  // visible at the same path inside
+    std::vector<std::string> hidden;              // folders inside those binds shown empty
+    std::string chdir = "/tmp";
+    Limits limits;
+    bool sandboxed = true;  // false: the trusted reference worker (memwall itself)
+};
+
+// A cgroup per child (v1: one directory per controller under ours).
+class Cgroup {
+public:
+    static std::unique_ptr<Cgroup> make(const Limits& limits);  // nullptr when not possible
+    ~Cgroup();
+    void attach_self_async_signal_safe() const;  // in the child, before exec
+    bool freeze();
+    void thaw();
+    double cpu_seconds() const;
+    bool memory_exhausted() const;  // the memory limit was hit (an OOM kill, or allocations refused)
+    bool tasks_exhausted() const;   // the process/thread cap refused a fork or a thread
+    long long oom_kills() const;    // processes the memory limit has killed so far
+    int kill_all();                 // SIGKILL every task in it; how many there were
+    bool empty() const;
+
+private:
+    std::vector<std::string> dirs_;  // pids, memory, cpuacct, freezer
+    std::vector<std::string> procs_paths_;
+    std::string pids_, memory_, cpuacct_, freezer_;
+};
+
+// How a child ended.
+struct Exit {
+    bool timed_out = false;
+    bool cpu_exceeded = false;
+    bool memory_exceeded = false;
+    bool tasks_exceeded = false;
+    int exit_code = -1;  // when it exited
+    int signal = 0;      // when a signal killed it
+    bool limits_known = false;  // a cgroup said whether a limit was hit
+    std::string describe(double wall_s, const Limits& limits) const;
+};
+
+// An anonymous, size-capped log (the child's stdout and stderr).
+struct Log {
+    int fd = -1;
+    Log();
+    ~Log();
+    Log(const Log&) = delete;
+    Log& operator=(const Log&) = delete;
+    std::string tail(std::size_t max_bytes) const;
+};
+
+// Runs a child to completion (the compiler). Its output goes to `log`.
+Exit run_to_completion(const Sandbox& sb, const ChildSpec& spec, const Log& log);
+
+// The shared mapping that carries one call's buffers (a memfd, so that it
+// survives the worker's exec).
+struct SharedMemory {
+    int fd = -1;
+    unsigned char* base = nullptr;
+    std::size_t size = 0;
+    SharedHeader& header() { return *reinterpret_cast<SharedHeader*>(base); }
+};
+SharedMemory make_shared_memory(std::size_t bytes);
+void release(SharedMemory& shm);
+
+// A running worker.
+struct Worker {
+    pid_t pid = -1;
+    int command_fd = -1, reply_fd = -1;
+    std::shared_ptr<Log> log;
+    std::unique_ptr<Cgroup> cgroup;
+    Limits limits;
+    bool sandboxed = false;
+};
+
+Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm);
+
+// One round trip: send `cmd`, wait up to `timeout_s` for the reply. The
+// worker's cgroup is thawed for the call and frozen again as soon as the
+// reply is in (before its outputs are read). On timeout, death or a limit
+// the worker is killed and reaped, and `exit` says how it ended.
+struct CallResult {
+    bool ok = false;        // a reply arrived
+    Reply reply;
+    double wall_s = 0;      // send to reply, as the grader's clock saw it
+    Exit exit;              // when !ok
+};
+CallResult call_worker(Worker& w, Command cmd, double timeout_s);
+
+// Asks the worker to quit, then kills everything it started; true if nothing
+// of it is left.
+bool stop_worker(Worker& w);
+
+// The guard of a grade: a process of its own, started before anything is
+// made, that outlives the grader. The grader tells it every cgroup and
+// folder it makes; when the grader ends, however it ends (an exception, a
+// crash, SIGKILL), the guard thaws the cgroups, kills whatever is left in
+// them, removes them and removes the folders. (Sandboxed processes die with
+// the grader, bwrap's --die-with-parent; a frozen one only once thawed.)
+void start_guard();
+void guard_cgroup(const std::string& dir);  // no-ops without a guard
+void guard_folder(const std::string& dir);
+
+// `memwall grade --cleanup`: what graders and guards that were themselves
+// killed left behind: cgroups memwall-grade-<pid>-* and temp folders
+// memwall-grade-* (with a grader.pid file) of a grader no longer running.
+// Returns one line per thing removed.
+std::vector<std::string> cleanup_leftovers();
+
+// The CPUs a child with `cpus` (Limits::cpus) is confined to, as "0,1".
+std::string cpu_list(int cpus);
+
+// Makes this process non-dumpable (no /proc/<pid>/mem for same-user children).
+void harden_grader();
+
+// A private directory (0700) for the grader's own files; build/ inside it is
+// where the compiler writes (owned by nobody when the grader is root).
+std::filesystem::path make_temp_dir();
+
+}  // namespace mw::grade

@@ -1,0 +1,86 @@
+#include "commands/grade/seccomp.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace mw::grade {
+
+namespace {
+
+struct Filter {
+    scmp_filter_ctx ctx;
+    explicit Filter(scmp_filter_ctx c) : ctx(c) {}
+    ~Filter() { seccomp_release(ctx); }
+    void deny(int syscall, int err = EPERM) { check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall, 0), syscall); }
+    void deny_if(int syscall, int err, scmp_arg_cmp cmp) {
+        check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall, 1, cmp), syscall);
+    }
+    static void check(int rc, int syscall) {
+        if (rc != 0) {
+            char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, syscall);
+            const std::string what = name ? name : std::to_string(syscall);
+            std::free(name);
+            throw std::runtime_error("seccomp rule for " + what + ": " + std::strerror(-rc));
+        }
+    }
+};
+
+constexpr unsigned long kNewNamespaces[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+                                            CLONE_NEWUTS, CLONE_NEWIPC,  CLONE_NEWCGROUP};
+
+void add_rules(Filter& f) {
+    // Namespaces and mounts: the sandbox's view of the machine is final.
+    for (int s : {SCMP_SYS(unshare), SCMP_SYS(setns), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root),
+                  SCMP_SYS(chroot), SCMP_SYS(open_tree), SCMP_SYS(move_mount), SCMP_SYS(fsopen),
+                  SCMP_SYS(fsconfig), SCMP_SYS(fsmount), SCMP_SYS(fspick), SCMP_SYS(mount_setattr)})
+        f.deny(s);
+    for (unsigned long flag : kNewNamespaces) f.deny_if(SCMP_SYS(clone), EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+    f.deny(SCMP_SYS(clone3), ENOSYS);
+    // The CPUs it was confined to stay its CPUs.
+    f.deny(SCMP_SYS(sched_setaffinity));
+    // Only local sockets.
+    f.deny_if(SCMP_SYS(socket), EAFNOSUPPORT, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    f.deny_if(SCMP_SYS(socketpair), EAFNOSUPPORT, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    // Kernel interfaces an exercise never needs.
+    for (int s : {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
+                  SCMP_SYS(perf_event_open), SCMP_SYS(bpf), SCMP_SYS(userfaultfd), SCMP_SYS(keyctl),
+                  SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv),
+                  SCMP_SYS(process_vm_writev), SCMP_SYS(kcmp), SCMP_SYS(init_module), SCMP_SYS(finit_module),
+                  SCMP_SYS(delete_module), SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load), SCMP_SYS(reboot),
+                  SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(acct), SCMP_SYS(settimeofday),
+                  SCMP_SYS(clock_settime), SCMP_SYS(clock_adjtime), SCMP_SYS(adjtimex), SCMP_SYS(quotactl),
+                  SCMP_SYS(open_by_handle_at), SCMP_SYS(name_to_handle_at), SCMP_SYS(lookup_dcookie),
+                  SCMP_SYS(syslog), SCMP_SYS(fanotify_init)})
+        f.deny(s);
+}
+
+}  // namespace
+
+int seccomp_program_fd() {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) throw std::runtime_error("seccomp_init failed");
+    Filter f(ctx);
+    // Another ABI's syscall numbers mean other calls: kill rather than guess.
+    Filter::check(seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), 0);
+    add_rules(f);
+    const int fd = memfd_create("memwall-grade-seccomp", MFD_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+    const int rc = seccomp_export_bpf(ctx, fd);
+    if (rc != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        throw std::runtime_error(std::string("seccomp_export_bpf: ") + std::strerror(rc ? -rc : errno));
+    }
+    return fd;
+}
+
+}  // namespace mw::grade

@@ -1,0 +1,24 @@
+// The seccomp filter every sandboxed child of `memwall grade` runs under
+// (the compiler and the worker): bubblewrap loads it (`--seccomp FD`) just
+// before it executes the child, so it holds for everything the child and
+// its descendants do. Default allow; refused with an error:
+//   - new namespaces (unshare, setns, clone with a CLONE_NEW* flag; clone3,
+//     whose flags a filter cannot read, answers ENOSYS so that the C
+//     library falls back to clone), mounts of any kind, pivot_root, chroot;
+//   - sched_setaffinity (a child stays on the CPUs it is graded on);
+//   - sockets of any family but AF_UNIX (no raw packet, netlink, vsock...);
+//   - io_uring, perf_event_open, bpf, userfaultfd, keyctl and the key
+//     syscalls, ptrace and process_vm_{readv,writev}, kernel modules and
+//     kexec, and the rest of what administers the machine (reboot, swap,
+//     acct, clock and quota changes, handles to files by number).
+// Calls from another ABI (32-bit, x32) kill the process.
+#pragma once
+
+namespace mw::grade {
+
+// A new memory file holding the filter as a compiled BPF program, read from
+// its start (what bwrap's --seccomp wants). Throws on failure. The caller
+// closes it.
+int seccomp_program_fd();
+
+}  // namespace mw::grade

@@ -1,0 +1,123 @@
+// Model files (model/checkpoint.hpp).
+#include "model/checkpoint.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "model/safetensors.hpp"
+
+namespace mw::model {
+
+namespace {
+
+constexpr const char* kFormat = "memwall.model/1";
+
+struct Field {
+    const char* name;
+    int Config::*member;
+};
+constexpr Field kIntFields[] = {{"d_model", &Config::d_model}, {"layers", &Config::layers},
+                                {"heads", &Config::heads},     {"kv_heads", &Config::kv_heads},
+                                {"d_ff", &Config::d_ff},       {"vocab", &Config::vocab},
+                                {"max_seq", &Config::max_seq}};
+
+std::string num(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+}  // namespace
+
+Config config_from_metadata(const std::map<std::string, std::string>& meta, const std::string& source) {
+    auto get = [&](const std::string& key) -> const std::string& {
+        auto it = meta.find(key);
+        if (it == meta.end())
+            throw st::FormatError(source + ": metadata field '" + key + "' missing (not a memwall model file?)");
+        return it->second;
+    };
+    if (get("format") != kFormat)
+        throw st::FormatError(source + ": metadata format '" + get("format") + "', expected '" + kFormat + "'");
+    Config c;
+    for (const auto& f : kIntFields) {
+        const std::string& s = get(f.name);
+        int v = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || p != s.data() + s.size())
+            throw st::FormatError(source + ": metadata field '" + f.name + "' = '" + s + "' is not an integer");
+        c.*f.member = v;
+    }
+    try {
+        c.rope_base = std::stod(get("rope_base"));
+        c.norm_eps = std::stod(get("norm_eps"));
+    } catch (const std::logic_error&) {
+        throw st::FormatError(source + ": metadata rope_base / norm_eps not numbers");
+    }
+    if (auto e = validate(c); !e.empty()) throw st::FormatError(source + ": " + e);
+    return c;
+}
+
+void save_model(const std::filesystem::path& path, const ModelFile& m) {
+    require_valid(m.config);
+    if (m.params.size() != param_count(m.config))
+        throw std::invalid_argument("save_model: " + std::to_string(m.params.size()) + " parameters for a config of " +
+                                    std::to_string(param_count(m.config)));
+    st::File f;
+    f.metadata = m.info;
+    f.metadata["format"] = kFormat;
+    for (const auto& fld : kIntFields) f.metadata[fld.name] = std::to_string(m.config.*fld.member);
+    f.metadata["rope_base"] = num(m.config.rope_base);
+    f.metadata["norm_eps"] = num(m.config.norm_eps);
+    for (const auto& t : layout(m.config))
+        f.tensors.push_back(st::make_f32(t.name, t.shape, {m.params.data() + t.offset, t.count}));
+    if (m.optimizer) {
+        const auto& o = *m.optimizer;
+        const std::int64_t n = std::int64_t(o.m.size());
+        f.tensors.push_back(st::make_f32("optimizer.m", {n}, o.m));
+        f.tensors.push_back(st::make_f32("optimizer.v", {n}, o.v));
+        f.metadata["optimizer.step"] = std::to_string(o.step);
+        f.metadata["optimizer.weight_decay"] = num(o.weight_decay);
+    }
+    st::save(path, f);
+}
+
+ModelFile load_model(const std::filesystem::path& path) {
+    const st::File f = st::load(path);
+    ModelFile m;
+    m.config = config_from_metadata(f.metadata, f.source);
+    m.params.resize(param_count(m.config));
+    const auto t = layout(m.config);
+    for (const auto& info : t) {
+        const auto v = st::expect_f32(f, info.name, info.shape);
+        std::copy(v.begin(), v.end(), m.params.begin() + std::ptrdiff_t(info.offset));
+    }
+    std::size_t known = t.size();
+    if (f.find("optimizer.m")) {
+        const std::int64_t n = std::int64_t(m.params.size());
+        cpu::AdamW o(m.config);
+        const auto mm = st::expect_f32(f, "optimizer.m", {n});
+        const auto vv = st::expect_f32(f, "optimizer.v", {n});
+        o.m.assign(mm.begin(), mm.end());
+        o.v.assign(vv.begin(), vv.end());
+        auto it = f.metadata.find("optimizer.step");
+        if (it == f.metadata.end()) throw st::FormatError(f.source + ": optimizer.m present but metadata optimizer.step missing");
+        o.step = std::stoll(it->second);
+        m.optimizer = std::move(o);
+        known += 2;
+    }
+    if (f.tensors.size() != known)
+        for (const auto& x : f.tensors) {
+            bool ok = x.name == "optimizer.m" || x.name == "optimizer.v";
+            for (const auto& info : t) ok = ok || info.name == x.name;
+            if (!ok)
+                throw st::FormatError(f.source + ": tensor '" + x.name + "' is not part of a model with this config");
+        }
+    for (const auto& [k, v] : f.metadata)
+        if (k != "format" && !k.starts_with("optimizer.") && k != "rope_base" && k != "norm_eps" &&
+            std::none_of(std::begin(kIntFields), std::end(kIntFields), [&](const Field& fl) { return k == fl.name; }))
+            m.info[k] = v;
+    return m;
+}
+
+}  // namespace mw::model

@@ -1,0 +1,164 @@
+// `memwall generate --model FILE --prompt TEXT --tokens N [--temperature T]
+// [--top-k K] [--seed S] [--weights FORMAT] [--check]`: continues the prompt
+// with the model stack's fp32 decoder (kernels/model/model_cpu.hpp: a KV
+// cache and the precision lever's GEMVs) and prints the text, then the
+// measured time to first token (the prompt fed token by token, then the
+// first new token), inter-token latency (p50, p99) and decode tokens/s.
+//
+// --check (greedy only) decodes the same prompt with the fp64 oracle
+// (model/) and compares the tokens under the token-sequence rule:
+// identical, except that the sequences may part at a near-tie — a step where
+// the oracle's two best logits are closer than the fp32 logits' tolerance —
+// which is counted and reported. Parting anywhere else is a failure (exit 1).
+#include <CLI/CLI.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/check.hpp"
+#include "harness/command.hpp"
+#include "harness/inputs.hpp"
+#include "harness/results.hpp"
+#include "harness/registry.hpp"
+#include "harness/timing.hpp"
+#include "kernels/model/model_cpu.hpp"
+#include "kernels/model/sampling.hpp"
+#include "model/checkpoint.hpp"
+#include "model/corpus.hpp"
+#include "model/model.hpp"
+
+namespace mw {
+namespace {
+
+struct GenerateOptions {
+    std::string model = "results/model/default.safetensors";
+    std::string prompt;
+    int tokens = 128;
+    double temperature = 0;
+    int top_k = 0;
+    std::uint64_t seed = 1;
+    std::string weights = "f32";
+    bool check = false;
+    std::string out;
+    int threads = 0;
+};
+
+precision::QuantSpec parse_weights(const std::string& w) {
+    using precision::Format;
+    if (w == "f32") return {Format::f32};
+    if (w == "bf16") return {Format::bf16};
+    if (w == "f16") return {Format::f16};
+    if (w == "int8") return {Format::int8_channel};
+    if (w == "int4") return {Format::int4, 64, false};
+    throw UsageError("--weights " + w + ": unknown format (choices: f32, bf16, f16, int8, int4)");
+}
+
+std::string printable(const std::vector<int>& t) {
+    std::string s;
+    for (int b : t) s += char(b);
+    return s;
+}
+
+int run_generate(const GenerateOptions& o) {
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    if (o.prompt.empty()) throw UsageError("--prompt must hold at least one byte");
+    if (o.tokens <= 0) throw UsageError("--tokens " + std::to_string(o.tokens) + ": must be positive");
+    if (o.temperature < 0) throw UsageError("--temperature must be >= 0");
+    if (o.check && o.temperature > 0) throw UsageError("--check compares greedy decoding: use --temperature 0");
+    const model::ModelFile m = model::load_model(o.model);
+    const auto& c = m.config;
+    const auto prompt = model::to_tokens(o.prompt);
+    if (int(prompt.size()) + o.tokens > c.max_seq)
+        throw UsageError("prompt (" + std::to_string(prompt.size()) + " bytes) + --tokens " + std::to_string(o.tokens) +
+                         " exceed the model's context of " + std::to_string(c.max_seq) + " tokens");
+    model::cpu::Decoder dec(c, m.params.data(), parse_weights(o.weights));
+    using clock = std::chrono::steady_clock;
+    // One untimed pass warms the caches and the thread pool.
+    dec.step(prompt[0]);
+    dec.reset();
+    std::vector<int> out;
+    std::vector<double> itl;
+    const auto t0 = clock::now();
+    const float* z = nullptr;
+    for (int t : prompt) z = dec.step(t);
+    out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, 0));
+    const auto t_first = clock::now();
+    auto last = t_first;
+    for (int i = 1; i < o.tokens; ++i) {
+        z = dec.step(out.back());
+        out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, i));
+        const auto now = clock::now();
+        itl.push_back(std::chrono::duration<double>(now - last).count());
+        last = now;
+    }
+    const double ttft = std::chrono::duration<double>(t_first - t0).count();
+    const double decode_s = std::chrono::duration<double>(last - t_first).count();
+    const double tps = itl.empty() ? NAN : double(itl.size()) / decode_s;
+
+    std::printf("%s%s\n", o.prompt.c_str(), printable(out).c_str());
+    std::printf("---\n%d prompt + %d generated tokens, weights %s (%.1f MB streamed per token), %d threads\n",
+                int(prompt.size()), o.tokens, o.weights.c_str(), dec.weight_bytes() / 1e6, omp_get_max_threads());
+    std::printf("time to first token %.2f ms; inter-token latency p50 %.3f ms, p99 %.3f ms; %.0f tokens/s\n",
+                ttft * 1e3, percentile(itl, 0.5, NAN) * 1e3, percentile(itl, 0.99, NAN) * 1e3, tps);
+
+    nlohmann::json doc = {{"schema", "memwall.generate/1"}, {"machine", machine_info()},
+                          {"model", path_for_record(o.model)}, {"prompt", o.prompt}, {"weights", o.weights},
+                          {"temperature", o.temperature}, {"top_k", o.top_k}, {"seed", o.seed},
+                          {"tokens", out}, {"text", printable(out)},
+                          {"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5, NAN) * 1e3},
+                          {"itl_p99_ms", percentile(itl, 0.99, NAN) * 1e3}, {"tokens_per_s", tps}};
+    int rc = 0;
+    if (o.check) {
+        const std::vector<double> p64(m.params.begin(), m.params.end());
+        std::vector<double> margins;
+        const auto ref = model::ref_greedy(c, p64.data(), prompt, o.tokens, &margins);
+        Buffer got = Buffer::make("tokens", DType::i32, out.size());
+        std::copy(out.begin(), out.end(), got.as<std::int32_t>());
+        // The same rule and threshold as the generate op (reference/kv_cache/generate.cpp).
+        CheckSpec spec;
+        spec.logit_scale = 20.0;
+        const double tie = near_tie_threshold(spec, DType::f32, double(c.d_ff) * c.layers);
+        const CheckResult r = check_token_sequence(got, token_oracle(std::vector<double>(ref.begin(), ref.end()), margins), tie);
+        std::size_t same = 0;
+        while (same < out.size() && out[same] == ref[same]) ++same;
+        const double min_margin = *std::min_element(margins.begin(), margins.end());
+        doc["check"] = {{"ok", r.ok}, {"near_ties", r.near_ties}, {"identical_prefix", same},
+                        {"tie_threshold", tie}, {"smallest_margin", min_margin},
+                        {"message", r.ok ? r.note : r.message}};
+        std::printf("check against the fp64 oracle: %s — %zu of %d tokens identical, %zu near-tie%s "
+                    "(margin threshold %.2g; smallest oracle margin %.3g)%s%s\n",
+                    r.ok ? "PASS" : "FAIL", same, o.tokens, r.near_ties, r.near_ties == 1 ? "" : "s", tie, min_margin,
+                    (r.ok ? r.note : r.message).empty() ? "" : ": ", (r.ok ? r.note : r.message).c_str());
+        rc = r.ok ? 0 : 1;
+    }
+    if (!o.out.empty()) write_json_atomic(o.out, doc);
+    return rc;
+}
+
+}  // namespace
+}  // namespace mw
+
+MW_REGISTER_COMMAND(generate, [](CLI::App& app) -> mw::CommandAction {
+    auto* sub = app.add_subcommand("generate", "Continue a prompt with a trained model (fp32 decoder, KV cache) and time it");
+    auto o = std::make_shared<mw::GenerateOptions>();
+    sub->add_option("--model", o->model, "weights file from `memwall train`")->capture_default_str();
+    sub->add_option("--prompt", o->prompt, "text to continue")->required();
+    sub->add_option("--tokens", o->tokens, "tokens (bytes) to generate")->capture_default_str();
+    sub->add_option("--temperature", o->temperature, "0: greedy; else sample from softmax(z / T)")->capture_default_str();
+    sub->add_option("--top-k", o->top_k, "sample among the k most likely tokens (0: all)")->capture_default_str();
+    sub->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
+    sub->add_option("--weights", o->weights, "decode with weights stored as f32, bf16, f16, int8 or int4 (G = 64)")->capture_default_str();
+    sub->add_flag("--check", o->check, "compare greedy tokens with the fp64 oracle's (near-ties reported)");
+    sub->add_option("--out", o->out, "also write the tokens and timings as JSON");
+    sub->add_option("--threads", o->threads, "OpenMP threads (0: all)");
+    return [o] { return mw::run_generate(*o); };
+});

@@ -1,0 +1,64 @@
+// The grader's small pieces that need no sandbox: call seeds keyed by
+// HMAC-SHA256 (commands/grade/keyed_seed.hpp), and the sanitizing of a
+// submission's bytes on their way into a report (commands/grade/sanitize.hpp).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "commands/grade/keyed_seed.hpp"
+#include "commands/grade/sanitize.hpp"
+
+namespace {
+
+using mw::grade::bounded;
+using mw::grade::keyed_seed;
+using mw::grade::printable;
+using mw::grade::valid_utf8;
+
+TEST(GradeSeed, IsHmacSha256OfTheKeyAndTheCall) {
+    // RFC 4231, test case 1: key 20 x 0x0b, "Hi There" ->
+    // b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7;
+    // the first 8 bytes, little-endian.
+    EXPECT_EQ(keyed_seed(std::string(20, '\x0b'), "Hi There"), 0x5338dbd8614c34b0ull);
+    // RFC 4231, test case 2: key "Jefe" -> 5bdcc146bf60754e...
+    EXPECT_EQ(keyed_seed("Jefe", "what do ya want for nothing?"), 0x4e7560bf46c1dc5bull);
+}
+
+TEST(GradeSeed, EveryCallHasItsOwnSeed) {
+    std::set<std::uint64_t> seen;
+    for (int i = 0; i < 1000; ++i) seen.insert(keyed_seed("a secret", "speed/round#" + std::to_string(i)));
+    EXPECT_EQ(seen.size(), 1000u);
+    EXPECT_NE(keyed_seed("a secret", "x#0"), keyed_seed("a secreT", "x#0"));
+}
+
+TEST(GradeText, InvalidUtf8BecomesReplacementCharacters) {
+    const std::string fffd = "\xEF\xBF\xBD";
+    EXPECT_EQ(valid_utf8("plain \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+              "plain \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    EXPECT_EQ(valid_utf8("latin-1 \xe9t\xe9"), "latin-1 " + fffd + "t" + fffd);
+    EXPECT_EQ(valid_utf8("cut \xe2\x82"), "cut " + fffd + fffd);
+    EXPECT_EQ(valid_utf8("\xc0\xaf"), fffd + fffd);              // overlong '/'
+    EXPECT_EQ(valid_utf8("\xed\xa0\x80"), fffd + fffd + fffd);  // a surrogate
+    EXPECT_EQ(valid_utf8("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // past U+10FFFF
+    EXPECT_EQ(valid_utf8("\xff"), fffd);
+}
+
+TEST(GradeText, ControlCharactersAreMadeVisible) {
+    EXPECT_EQ(printable("line\n\tindented"), "line\n\tindented");
+    EXPECT_EQ(printable("\x1b[2J\x07\rPASS"), "\\x1B[2J\\x07\\x0DPASS");
+    EXPECT_EQ(printable(std::string("nul\0end", 7)), "nul\\x00end");
+    EXPECT_EQ(printable("del\x7f"), "del\\x7F");
+    EXPECT_EQ(printable("csi \xc2\x9b"), "csi \\x9B");  // U+009B, a C1 control
+    EXPECT_EQ(printable("\xc2\xa0nbsp"), "\xc2\xa0nbsp");  // U+00A0 is not one
+    EXPECT_EQ(printable("bad \xff"), "bad \xEF\xBF\xBD");
+}
+
+TEST(GradeText, AFullMessageFieldIsReadNoFurtherThanItsSize) {
+    const char field[4] = {'a', 'b', 'c', 'd'};  // no terminating NUL
+    EXPECT_EQ(bounded(field, sizeof field), "abcd");
+    const char shorter[4] = {'a', 0, 'c', 'd'};
+    EXPECT_EQ(bounded(shorter, sizeof shorter), "a");
+}
+
+}  // namespace
