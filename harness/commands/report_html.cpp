@@ -173,19 +173,6 @@ std::string ratio_or_dash(const json& r, const char* key) {
     return it != r.end() && it->is_number() ? ratio_str(it->get<double>()) : "—";
 }
 
-std::string time_str(double s) {
-    if (s >= 1) return fmt(s, 3) + " s";
-    if (s >= 1e-3) return fmt(s * 1e3, 3) + " ms";
-    return fmt(s * 1e6, 3) + " µs";
-}
-
-std::string bytes_str(double b) {
-    if (b >= 1024.0 * 1024 * 1024) return fmt(b / (1024.0 * 1024 * 1024)) + " GiB";
-    if (b >= 1024.0 * 1024) return fmt(b / (1024.0 * 1024)) + " MiB";
-    if (b >= 1024) return fmt(b / 1024) + " KiB";
-    return fmt(b) + " B";
-}
-
 std::string duration_str(double s) {
     char b[64];
     if (s >= 60) std::snprintf(b, sizeof b, "%d m %02d s", int(s) / 60, int(s) % 60);
