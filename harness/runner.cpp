@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -69,13 +70,10 @@ Shape parse_shape(const std::string& text, const Shape& base, const std::vector<
     return s;
 }
 
-std::vector<RunPlan> plan_runs(const RunRequest& req) {
-    if (req.targets.empty())
-        throw UsageError("name a lever or op to run; levers: " + join(lever_names()) + "; ops: " + join(op_names()));
-    if (req.backend == Backend::cuda && gpu_count() == 0)
-        throw UsageError("--backend cuda needs a GPU, and there is none here (" + gpu_absent_reason() +
-                         "); valid backends here: cpu, cuda-emu");
+namespace {
 
+// The ops the request names (levers, ops or "all"), each once, in the order of ops().
+std::vector<const Op*> requested_ops(const RunRequest& req) {
     std::vector<const Op*> targets;
     for (auto& t : req.targets) {
         bool found = false;
@@ -88,19 +86,94 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
             throw UsageError("unknown lever or op '" + t + "'; levers: " + join(lever_names()) + "; ops: " +
                              join(op_names()) + "; or all");
     }
-    // --shape OP:axis=v,... applies to that op only; one naming an op that is
-    // not run is an error rather than silently unused.
+    return targets;
+}
+
+// The op a --shape OP:axis=v,... names; none for a shape without one.
+std::optional<std::string> shape_op(const std::string& text) {
+    const auto colon = text.find(':');
+    if (colon == std::string::npos || colon > text.find('=')) return std::nullopt;
+    return text.substr(0, colon);
+}
+
+// --shape OP:axis=v,... applies to that op only; one naming an op that is
+// not run is an error rather than silently unused.
+void check_shape_ops(const RunRequest& req, const std::vector<const Op*>& targets) {
     for (auto& text : req.shapes) {
-        const auto colon = text.find(':');
-        if (colon == std::string::npos || colon > text.find('=')) continue;
-        const std::string name = text.substr(0, colon);
-        if (std::none_of(targets.begin(), targets.end(), [&](const Op* o) { return o->name == name; }))
-            throw UsageError("--shape '" + text + "' names op '" + name + "', which is not run here; ops run: " + [&] {
+        const auto name = shape_op(text);
+        if (!name) continue;
+        if (std::none_of(targets.begin(), targets.end(), [&](const Op* o) { return o->name == *name; }))
+            throw UsageError("--shape '" + text + "' names op '" + *name + "', which is not run here; ops run: " + [&] {
                 std::vector<std::string> n;
                 for (const Op* o : targets) n.push_back(o->name);
                 return join(n);
             }());
     }
+}
+
+std::vector<std::string> dtype_names(const std::vector<DType>& dtypes) {
+    std::vector<std::string> names;
+    for (auto d : dtypes) names.push_back(to_string(d));
+    return names;
+}
+
+// The variants of `vs` to run at `dtype`: those requested (all when none
+// is), and the naive rung, which always runs (speedups are measured against
+// it in this run) unless the request skips it. A requested variant without
+// the dtype is an error; the naive rung without it is left out.
+std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<const Variant*>& vs, DType dtype,
+                                            const RunRequest& req, const std::set<std::string>& requested,
+                                            std::set<std::string>& matched) {
+    std::vector<const Variant*> chosen;
+    for (auto* v : vs) {
+        const bool picked = requested.empty() || requested.count(v->name);
+        if (picked) matched.insert(v->name);
+        if (!picked && (v->role != Role::reference || req.skip_naive)) continue;
+        if (std::find(v->dtypes.begin(), v->dtypes.end(), dtype) == v->dtypes.end()) {
+            if (requested.count(v->name))
+                throw UsageError("variant '" + v->name + "' of " + op.name + " does not support dtype '" +
+                                 to_string(dtype) + "'; it supports: " + join(dtype_names(v->dtypes)));
+            continue;
+        }
+        chosen.push_back(v);
+    }
+    return chosen;
+}
+
+// This op's shapes: those prefixed with its name, else the unprefixed ones,
+// else its default (or quick) shape.
+std::vector<Shape> shapes_of(const Op& op, const RunRequest& req) {
+    std::vector<std::string> own, plain;
+    for (auto& text : req.shapes) {
+        const auto name = shape_op(text);
+        if (!name) plain.push_back(text);
+        else if (*name == op.name) own.push_back(text.substr(name->size() + 1));
+    }
+    const std::vector<std::string>& texts = own.empty() ? plain : own;
+    const Shape& base = req.quick ? op.quick_shape : op.default_shape;
+    if (texts.empty()) return {base};
+    std::vector<Shape> shapes;
+    for (auto& text : texts) {
+        Shape s = parse_shape(text, base, op.axes, op.flag_axes);
+        if (op.validate) {
+            auto err = op.validate(s);
+            if (!err.empty()) throw UsageError(err);
+        }
+        shapes.push_back(s);
+    }
+    return shapes;
+}
+
+}  // namespace
+
+std::vector<RunPlan> plan_runs(const RunRequest& req) {
+    if (req.targets.empty())
+        throw UsageError("name a lever or op to run; levers: " + join(lever_names()) + "; ops: " + join(op_names()));
+    if (req.backend == Backend::cuda && gpu_count() == 0)
+        throw UsageError("--backend cuda needs a GPU, and there is none here (" + gpu_absent_reason() +
+                         "); valid backends here: cpu, cuda-emu");
+    const std::vector<const Op*> targets = requested_ops(req);
+    check_shape_ops(req, targets);
 
     std::vector<RunPlan> plans;
     std::set<std::string> requested(req.variants.begin(), req.variants.end()), matched;
@@ -110,53 +183,11 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
         for (auto* v : vs) valid_variant_names.insert(v->name);
         if (vs.empty()) continue;
         DType dtype = req.dtype.value_or(op->dtypes.front());
-        if (std::find(op->dtypes.begin(), op->dtypes.end(), dtype) == op->dtypes.end()) {
-            std::vector<std::string> names;
-            for (auto d : op->dtypes) names.push_back(to_string(d));
+        if (std::find(op->dtypes.begin(), op->dtypes.end(), dtype) == op->dtypes.end())
             throw UsageError("op '" + op->name + "' does not support dtype '" + to_string(dtype) +
-                             "'; valid dtypes: " + join(names));
-        }
-        std::vector<const Variant*> chosen;
-        for (auto* v : vs) {
-            const bool picked = requested.empty() || requested.count(v->name);
-            if (picked) matched.insert(v->name);
-            // The naive rung always runs (speedups are measured against it in
-            // this run), unless the request skips it.
-            if (picked || (v->role == Role::reference && !req.skip_naive)) {
-                if (std::find(v->dtypes.begin(), v->dtypes.end(), dtype) == v->dtypes.end()) {
-                    if (requested.count(v->name)) {
-                        std::vector<std::string> names;
-                        for (auto d : v->dtypes) names.push_back(to_string(d));
-                        throw UsageError("variant '" + v->name + "' of " + op->name + " does not support dtype '" +
-                                         to_string(dtype) + "'; it supports: " + join(names));
-                    }
-                    continue;
-                }
-                chosen.push_back(v);
-            }
-        }
-        // This op's shapes: those prefixed with its name, else the unprefixed ones.
-        std::vector<std::string> own, plain;
-        for (auto& text : req.shapes) {
-            const auto colon = text.find(':');
-            if (colon == std::string::npos || colon > text.find('=')) plain.push_back(text);
-            else if (text.compare(0, colon, op->name) == 0) own.push_back(text.substr(colon + 1));
-        }
-        const std::vector<std::string>& texts = own.empty() ? plain : own;
-        std::vector<Shape> shapes;
-        if (texts.empty()) {
-            shapes.push_back(req.quick ? op->quick_shape : op->default_shape);
-        } else {
-            for (auto& text : texts) {
-                Shape s = parse_shape(text, req.quick ? op->quick_shape : op->default_shape, op->axes, op->flag_axes);
-                if (op->validate) {
-                    auto err = op->validate(s);
-                    if (!err.empty()) throw UsageError(err);
-                }
-                shapes.push_back(s);
-            }
-        }
-        for (auto& s : shapes) plans.push_back({op, s, dtype, chosen});
+                             "'; valid dtypes: " + join(dtype_names(op->dtypes)));
+        const auto chosen = chosen_variants(*op, vs, dtype, req, requested, matched);
+        for (auto& s : shapes_of(*op, req)) plans.push_back({op, s, dtype, chosen});
     }
     for (auto& r : requested)
         if (!matched.count(r))
