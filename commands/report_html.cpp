@@ -173,19 +173,6 @@ std::string ratio_or_dash(const json& r, const char* key) {
     return it != r.end() && it->is_number() ? ratio_str(it->get<double>()) : "—";
 }
 
-std::string time_str(double s) {
-    if (s >= 1) return fmt(s, 3) + " s";
-    if (s >= 1e-3) return fmt(s * 1e3, 3) + " ms";
-    return fmt(s * 1e6, 3) + " µs";
-}
-
-std::string bytes_str(double b) {
-    if (b >= 1024.0 * 1024 * 1024) return fmt(b / (1024.0 * 1024 * 1024)) + " GiB";
-    if (b >= 1024.0 * 1024) return fmt(b / (1024.0 * 1024)) + " MiB";
-    if (b >= 1024) return fmt(b / 1024) + " KiB";
-    return fmt(b) + " B";
-}
-
 std::string duration_str(double s) {
     char b[64];
     if (s >= 60) std::snprintf(b, sizeof b, "%d m %02d s", int(s) / 60, int(s) % 60);
@@ -576,6 +563,250 @@ std::string least_memory(const std::vector<GroupRef>& groups, std::string* where
     return least > 0 && least < 0.995 ? ratio_str(least) : "—";
 }
 
+// ------------------------------------------------------------- the page
+
+// What the parts of the page read: this folder (and the baseline's, when
+// comparing), its levers in order with their groups, lessons and claims,
+// and the plots drawn for its results files.
+struct Page {
+    const Folder& f;
+    const Folder& base;
+    bool comparing = false;
+    fs::path page_dir;
+    Plots& plots;
+    std::map<const ResultsFile*, fs::path> plot_dirs;
+    std::map<std::string, fs::path> lessons;
+    std::vector<std::string> levers;
+    std::map<std::string, std::vector<GroupRef>> lever_groups;
+    std::map<std::string, std::vector<const json*>> claims;  // by lever
+    std::map<std::string, const json*> base_runs;            // the baseline's runs by key
+
+    const std::vector<const json*>& claims_of(const std::string& lever) const {
+        static const std::vector<const json*> none;
+        const auto it = claims.find(lever);
+        return it == claims.end() ? none : it->second;
+    }
+};
+
+// Plots: a temporary folder beside the page, one subfolder per results file.
+void draw_plots(Page& pg) {
+    for (auto& rf : pg.f.results) {
+        const fs::path d = pg.plots.tmp / rf.path.stem();
+        plot_results(rf.doc, d);
+        pg.plot_dirs[&rf] = d;
+    }
+}
+
+// Levers (with their lessons and groups), claims by lever, and the
+// baseline's runs by key for the comparison.
+void gather(Page& pg) {
+    pg.levers = lever_order(pg.f, pg.lessons);
+    for (auto& l : pg.levers) pg.lever_groups[l] = groups_of(pg.f.results, l);
+    if (!pg.f.claims.is_null())
+        for (auto& c : pg.f.claims["claims"]) pg.claims[c.value("lever", "")].push_back(&c);
+    if (pg.comparing)
+        for (auto& rf : pg.base.results)
+            for (auto& r : rf.doc["runs"]) pg.base_runs[run_key(r)] = &r;
+}
+
+void page_head(std::ostream& h, const Page& pg) {
+    const json& m = pg.f.ceilings.value("machine", json::object());
+    const std::string host = m.value("hostname", pg.f.dir.filename().string());
+    h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      << "<title>memwall results: " << esc(host) << "</title>\n<style>" << kStyle << "</style></head><body><main>\n";
+    h << "<h1>memwall results: " << esc(m.value("cpu_model", "?")) << " (" << esc(host) << ")</h1>\n";
+    h << "<p class=\"sub\">Naive and optimized rungs of every lever in <code>" << esc(pg.f.dir.filename().string())
+      << "/</code>, each checked against an fp64 oracle, timed (best of N samples; speedups are ratios of best-of-N "
+         "times within one run) and placed on this machine's measured roofline. Emulated CUDA rungs (cuda-emu) are "
+         "checked for correctness only and left out of every timing and plot.</p>\n";
+}
+
+// "faster / slower / within noise" counts of a lever's runs against the baseline.
+std::string baseline_counts(const Page& pg, const std::vector<GroupRef>& gs) {
+    int fa = 0, sl = 0, no = 0;
+    for (auto& g : gs)
+        for (const json* r : g.runs) {
+            auto it = pg.base_runs.find(run_key(*r));
+            if (it == pg.base_runs.end()) continue;
+            const auto v = compare_runs(*it->second, *r).verdict;
+            fa += v == "faster", sl += v == "slower", no += v == "within noise";
+        }
+    return std::to_string(fa) + " / " + std::to_string(sl) + " / " + std::to_string(no);
+}
+
+void overview_row(std::ostream& h, const Page& pg, const std::string& l) {
+    const auto& gs = pg.lever_groups.at(l);
+    const auto& claims = pg.claims_of(l);
+    std::set<std::string> ops;
+    int ran = 0, ok = 0;
+    for (auto& g : gs) {
+        ops.insert(g.op);
+        for (const json* r : g.runs)
+            if (r->value("ran", true)) ++ran, ok += (*r)["correct"].get<bool>();
+    }
+    std::string where, mem_where;
+    const std::string best = best_speedup(gs, &where), mem = least_memory(gs, &mem_where);
+    int repro = 0, differs = 0;
+    for (const json* c : claims) {
+        repro += c->value("verdict", "") == "reproduced";
+        differs += c->value("verdict", "") == "differs";
+    }
+    h << "<tr><td class=\"l\"><a href=\"#lever-" << anchor(l) << "\">" << esc(l) << "</a></td><td class=\"l\">"
+      << esc(join({ops.begin(), ops.end()})) << "</td><td>" << ran << "</td><td>"
+      << "<span class=\"b " << (ok == ran ? "ok" : "bad") << "\">" << ok << "/" << ran
+      << (ok == ran ? "" : " correct") << "</span>"
+      << "</td><td class=\"l\">" << best << (where.empty() ? "" : " <span class=\"dim\">" + esc(where) + "</span>")
+      << "</td><td class=\"l\">" << mem << (mem_where.empty() ? "" : " <span class=\"dim\">" + esc(mem_where) + "</span>")
+      << "</td><td>" << (claims.empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ")
+      << "</td><td class=\"l\">";
+    if (pg.lessons.count(l))
+        h << "<a href=\"" << esc(relative_link(pg.lessons.at(l), pg.page_dir)) << "\">"
+          << esc(pg.lessons.at(l).parent_path().filename().string()) << "</a>";
+    else h << "—";
+    h << "</td>";
+    if (pg.comparing) h << "<td>" << baseline_counts(pg, gs) << "</td>";
+    h << "</tr>\n";
+}
+
+void overview(std::ostream& h, const Page& pg) {
+    h << "<div class=\"card\"><table><thead><tr><th class=\"l\">lever</th><th class=\"l\">ops</th><th>variants run</th>"
+         "<th>correct</th><th class=\"l\">best speedup over naive</th><th class=\"l\">least peak memory vs naive</th>"
+         "<th>claims checked here</th><th class=\"l\">lesson</th>";
+    if (pg.comparing) h << "<th>vs baseline: faster / slower / within noise</th>";
+    h << "</tr></thead><tbody>\n";
+    for (auto& l : pg.levers) overview_row(h, pg, l);
+    h << "</tbody></table></div>\n";
+}
+
+void compare_block(std::ostream& h, const Page& pg) {
+    const json& m = pg.f.ceilings.value("machine", json::object());
+    const json& bm = pg.base.ceilings.value("machine", json::object());
+    h << "<section class=\"card\" id=\"compare\"><h3>Compared with " << esc(pg.base.dir.filename().string()) << "</h3><p>Baseline: "
+      << esc(bm.value("cpu_model", "?")) << " (" << esc(bm.value("hostname", "?")) << "), commit <code>"
+      << esc(bm.value("git_commit", "?")) << "</code>. This folder: commit <code>" << esc(m.value("git_commit", "?"))
+      << "</code>. Ratio = baseline best time / this folder's best time (above 1: faster here). A verdict of "
+         "faster or slower needs the ratio beyond the noise: twice the larger spread (median / best) of the two "
+         "runs, at least 5%. Times from two runs are not a measured speedup; re-run both in one session to confirm "
+         "a small one. Each lever's table is in its section.</p></section>\n";
+}
+
+// A lever's runs against the baseline's of the same key.
+void baseline_table(std::ostream& h, const Page& pg, const std::vector<const json*>& lever_runs) {
+    h << "<h3>Against the baseline</h3><table><thead><tr><th class=\"l\">op / backend / dtype / shape / variant</th>"
+         "<th>baseline</th><th>here</th><th>ratio</th><th>noise</th><th>verdict</th></tr></thead><tbody>\n";
+    int n = 0;
+    for (const json* r : lever_runs) {
+        auto it = pg.base_runs.find(run_key(*r));
+        if (it == pg.base_runs.end()) continue;
+        const auto v = compare_runs(*it->second, *r);
+        const auto& tb = (*it->second)["time_s"];
+        const auto& tn = (*r)["time_s"];
+        h << "<tr><td class=\"l\">" << esc(run_key(*r)) << "</td><td>" << time_str(tb.value("best", tb.value("min", 0.0)))
+          << "</td><td>" << time_str(tn.value("best", tn.value("min", 0.0))) << "</td><td>"
+          << (v.ratio > 0 ? fmt(v.ratio) + "x" : "—") << "</td><td>" << (v.noise > 0 ? "±" + fmt(100 * v.noise, 2) + "%" : "—")
+          << "</td><td>" << badge(v.verdict) << "</td></tr>\n";
+        ++n;
+    }
+    if (n == 0) h << "<tr><td class=\"l\" colspan=\"6\">no variant of this lever is in both folders</td></tr>\n";
+    h << "</tbody></table>\n";
+}
+
+// The published claims about a lever: those checked here in a table, those
+// that need a GPU folded away.
+void lever_claims(std::ostream& h, const Page& pg, const std::string& l, const std::vector<const json*>& lever_runs) {
+    const auto& claims = pg.claims_of(l);
+    std::vector<const json*> checked, gpu;
+    for (const json* c : claims) (c->value("verdict", "") == "needs a GPU" ? gpu : checked).push_back(c);
+    h << "<h3>Published claims about " << esc(l) << "</h3>\n";
+    if (pg.f.claims.is_null()) {
+        h << "<p class=\"dim\">No claims report in this folder (<code>memwall reproduce --run-experiments --out "
+          << esc(pg.f.dir.filename().string()) << "/claims.json</code>).</p>\n";
+        return;
+    }
+    if (claims.empty()) {
+        h << "<p class=\"dim\">experiments/claims.json has no claims for this lever.</p>\n";
+        return;
+    }
+    int repro = 0;
+    for (const json* c : checked) repro += c->value("verdict", "") == "reproduced";
+    h << "<p>" << checked.size() << " checked on this machine: " << repro << " reproduced, " << checked.size() - repro
+      << " not" << (gpu.empty() ? "" : "; " + std::to_string(gpu.size()) + " need a GPU (listed below)") << ".</p>\n";
+    claims_table(h, checked, lever_runs, pg.f.ceilings["ceilings"]);
+    if (!gpu.empty()) {
+        h << "<details><summary>" << gpu.size() << (gpu.size() == 1 ? " claim" : " claims") << " that need a GPU</summary>\n";
+        claims_table(h, gpu, lever_runs, pg.f.ceilings["ceilings"]);
+        h << "</details>\n";
+    }
+}
+
+// One lever: its lesson, each group's plots and runs, the comparison, its claims.
+void lever_section(std::ostream& h, Page& pg, const std::string& l) {
+    h << "<section class=\"lever\" id=\"lever-" << anchor(l) << "\" data-lever=\"" << esc(l) << "\">\n<h2>" << esc(l) << "</h2>\n";
+    if (pg.lessons.count(l)) {
+        const fs::path& lesson = pg.lessons.at(l);
+        h << "<p>Lesson: <a href=\"" << esc(relative_link(lesson, pg.page_dir)) << "\">"
+          << esc(relative_link(lesson, source_root())) << "</a> (walk it with <code>memwall lesson "
+          << esc(lesson.parent_path().filename().string().substr(0, 2)) << "</code>)</p>\n";
+    }
+    std::vector<const json*> lever_runs;
+    for (auto& g : pg.lever_groups.at(l)) {
+        h << "<h3 id=\"" << anchor(l + "-" + g.op + "-" + g.backend + "-" + g.shape) << "\">" << esc(g.op) << " <span class=\"dim\">("
+          << esc(g.backend) << ", " << esc(g.dtype) << ", " << esc(g.shape) << ", " << g.runs.front()->value("threads", 1)
+          << " threads; " << esc(g.file->path.filename().string()) << ")</span></h3>\n";
+        group_plots(h, g, pg.plots, pg.plot_dirs);
+        runs_table(h, g);
+        lever_runs.insert(lever_runs.end(), g.runs.begin(), g.runs.end());
+    }
+    if (pg.comparing) baseline_table(h, pg, lever_runs);
+    lever_claims(h, pg, l, lever_runs);
+    h << "</section>\n";
+}
+
+// Claims of levers without runs here (the roofline arithmetic, levers not run).
+void other_claims(std::ostream& h, const Page& pg) {
+    if (pg.f.claims.is_null()) return;
+    std::vector<const json*> rest;
+    std::set<std::string> rest_levers;
+    for (auto& [l, cs] : pg.claims)
+        if (std::find(pg.levers.begin(), pg.levers.end(), l) == pg.levers.end())
+            for (const json* c : cs) rest.push_back(c), rest_levers.insert(l);
+    if (rest.empty()) return;
+    std::map<std::string, int> counts;
+    for (const json* c : rest) counts[c->value("verdict", "")]++;
+    h << "<section class=\"lever\" id=\"other-claims\"><h2>Other claims</h2><p>Claims of "
+      << esc(join({rest_levers.begin(), rest_levers.end()})) << " (no runs of theirs in this folder): ";
+    bool first = true;
+    for (auto& [v, n] : counts) h << (first ? "" : ", ") << n << " " << esc(v), first = false;
+    h << ". From <code>" << esc(pg.f.claims_path.filename().string()) << "</code>: <code>" << esc(pg.f.claims.value("command", ""))
+      << "</code>.</p>\n<details><summary>All " << rest.size() << "</summary>\n";
+    claims_table(h, rest, {}, pg.f.ceilings["ceilings"]);
+    h << "</details></section>\n";
+}
+
+void page_foot(std::ostream& h, const Page& pg) {
+    h << "<p class=\"dim\" style=\"margin-top:40px\">Made by <code>memwall report " << esc(pg.f.dir.filename().string())
+      << " --html" << (pg.comparing ? " --compare " + esc(pg.base.dir.filename().string()) : "")
+      << "</code> from";
+    for (auto& rf : pg.f.results) h << " " << esc(rf.path.filename().string());
+    if (!pg.f.ignored.empty()) h << "; not read (no memwall schema): " << esc(join(pg.f.ignored));
+    h << ". The plots are also in <code>plots/</code> as SVG and PNG with their gnuplot scripts.</p>\n";
+    h << "</main></body></html>\n";
+}
+
+// The whole page, part after part.
+std::string render(Page& pg) {
+    std::ostringstream h;
+    page_head(h, pg);
+    overview(h, pg);
+    machine_block(h, pg.f);
+    if (pg.comparing) compare_block(h, pg);
+    for (auto& l : pg.levers) lever_section(h, pg, l);
+    other_claims(h, pg);
+    page_foot(h, pg);
+    return h.str();
+}
+
 }  // namespace
 
 fs::path write_html_report(const HtmlReportOptions& opts) {
@@ -587,201 +818,20 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
     if (fs::exists(out) && fs::is_directory(out)) throw UsageError("--out '" + out.string() + "' is a folder; give a file name");
     if (!gnuplot_available()) throw UsageError("gnuplot not found: apt-get install gnuplot-nox (or scripts/install-deps.sh)");
 
-    // Plots: a temporary folder beside the page, one subfolder per results file.
     const fs::path page_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
     std::random_device rd;
     Plots plots{page_dir / (".plots.tmp." + std::to_string(getpid()) + "." + std::to_string(rd())), page_dir / "plots", 0};
-    std::map<const ResultsFile*, fs::path> plot_dirs;
-    std::ostringstream h;
+    Page pg{f, base, comparing, page_dir, plots};
     try {
-        for (auto& rf : f.results) {
-            const fs::path d = plots.tmp / rf.path.stem();
-            plot_results(rf.doc, d);
-            plot_dirs[&rf] = d;
-        }
-
-        std::map<std::string, fs::path> lessons;
-        const auto levers = lever_order(f, lessons);
-        const json& m = f.ceilings.value("machine", json::object());
-        const std::string host = m.value("hostname", f.dir.filename().string());
-
-        // Claims by lever.
-        std::map<std::string, std::vector<const json*>> claims;
-        if (!f.claims.is_null())
-            for (auto& c : f.claims["claims"]) claims[c.value("lever", "")].push_back(&c);
-
-        // Baseline runs by key, for the comparison.
-        std::map<std::string, const json*> base_runs;
-        if (comparing)
-            for (auto& rf : base.results)
-                for (auto& r : rf.doc["runs"]) base_runs[run_key(r)] = &r;
-
-        h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-          << "<title>memwall results: " << esc(host) << "</title>\n<style>" << kStyle << "</style></head><body><main>\n";
-        h << "<h1>memwall results: " << esc(m.value("cpu_model", "?")) << " (" << esc(host) << ")</h1>\n";
-        h << "<p class=\"sub\">Naive and optimized rungs of every lever in <code>" << esc(f.dir.filename().string())
-          << "/</code>, each checked against an fp64 oracle, timed (best of N samples; speedups are ratios of best-of-N "
-             "times within one run) and placed on this machine's measured roofline. Emulated CUDA rungs (cuda-emu) are "
-             "checked for correctness only and left out of every timing and plot.</p>\n";
-
-        // Overview.
-        h << "<div class=\"card\"><table><thead><tr><th class=\"l\">lever</th><th class=\"l\">ops</th><th>variants run</th>"
-             "<th>correct</th><th class=\"l\">best speedup over naive</th><th class=\"l\">least peak memory vs naive</th>"
-             "<th>claims checked here</th><th class=\"l\">lesson</th>";
-        if (comparing) h << "<th>vs baseline: faster / slower / within noise</th>";
-        h << "</tr></thead><tbody>\n";
-        std::map<std::string, std::vector<GroupRef>> lever_groups;
-        for (auto& l : levers) lever_groups[l] = groups_of(f.results, l);
-        for (auto& l : levers) {
-            const auto& gs = lever_groups[l];
-            std::set<std::string> ops;
-            int ran = 0, ok = 0;
-            for (auto& g : gs) {
-                ops.insert(g.op);
-                for (const json* r : g.runs)
-                    if (r->value("ran", true)) ++ran, ok += (*r)["correct"].get<bool>();
-            }
-            std::string where, mem_where;
-            const std::string best = best_speedup(gs, &where), mem = least_memory(gs, &mem_where);
-            int repro = 0, differs = 0;
-            for (const json* c : claims[l]) {
-                repro += c->value("verdict", "") == "reproduced";
-                differs += c->value("verdict", "") == "differs";
-            }
-            h << "<tr><td class=\"l\"><a href=\"#lever-" << anchor(l) << "\">" << esc(l) << "</a></td><td class=\"l\">"
-              << esc(join({ops.begin(), ops.end()})) << "</td><td>" << ran << "</td><td>"
-              << "<span class=\"b " << (ok == ran ? "ok" : "bad") << "\">" << ok << "/" << ran
-              << (ok == ran ? "" : " correct") << "</span>"
-              << "</td><td class=\"l\">" << best << (where.empty() ? "" : " <span class=\"dim\">" + esc(where) + "</span>")
-              << "</td><td class=\"l\">" << mem << (mem_where.empty() ? "" : " <span class=\"dim\">" + esc(mem_where) + "</span>")
-              << "</td><td>" << (claims[l].empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ")
-              << "</td><td class=\"l\">";
-            if (lessons.count(l)) h << "<a href=\"" << esc(relative_link(lessons[l], page_dir)) << "\">" << esc(lessons[l].parent_path().filename().string()) << "</a>";
-            else h << "—";
-            h << "</td>";
-            if (comparing) {
-                int fa = 0, sl = 0, no = 0;
-                for (auto& g : gs)
-                    for (const json* r : g.runs) {
-                        auto it = base_runs.find(run_key(*r));
-                        if (it == base_runs.end()) continue;
-                        const auto v = compare_runs(*it->second, *r).verdict;
-                        fa += v == "faster", sl += v == "slower", no += v == "within noise";
-                    }
-                h << "<td>" << fa << " / " << sl << " / " << no << "</td>";
-            }
-            h << "</tr>\n";
-        }
-        h << "</tbody></table></div>\n";
-
-        machine_block(h, f);
-
-        if (comparing) {
-            const json& bm = base.ceilings.value("machine", json::object());
-            h << "<section class=\"card\" id=\"compare\"><h3>Compared with " << esc(base.dir.filename().string()) << "</h3><p>Baseline: "
-              << esc(bm.value("cpu_model", "?")) << " (" << esc(bm.value("hostname", "?")) << "), commit <code>"
-              << esc(bm.value("git_commit", "?")) << "</code>. This folder: commit <code>" << esc(m.value("git_commit", "?"))
-              << "</code>. Ratio = baseline best time / this folder's best time (above 1: faster here). A verdict of "
-                 "faster or slower needs the ratio beyond the noise: twice the larger spread (median / best) of the two "
-                 "runs, at least 5%. Times from two runs are not a measured speedup; re-run both in one session to confirm "
-                 "a small one. Each lever's table is in its section.</p></section>\n";
-        }
-
-        for (auto& l : levers) {
-            const auto& gs = lever_groups[l];
-            h << "<section class=\"lever\" id=\"lever-" << anchor(l) << "\" data-lever=\"" << esc(l) << "\">\n<h2>" << esc(l) << "</h2>\n";
-            if (lessons.count(l))
-                h << "<p>Lesson: <a href=\"" << esc(relative_link(lessons[l], page_dir)) << "\">"
-                  << esc(relative_link(lessons[l], source_root())) << "</a> (walk it with <code>memwall lesson "
-                  << esc(lessons[l].parent_path().filename().string().substr(0, 2)) << "</code>)</p>\n";
-            std::vector<const json*> lever_runs;
-            for (auto& g : gs) {
-                h << "<h3 id=\"" << anchor(l + "-" + g.op + "-" + g.backend + "-" + g.shape) << "\">" << esc(g.op) << " <span class=\"dim\">("
-                  << esc(g.backend) << ", " << esc(g.dtype) << ", " << esc(g.shape) << ", " << g.runs.front()->value("threads", 1)
-                  << " threads; " << esc(g.file->path.filename().string()) << ")</span></h3>\n";
-                group_plots(h, g, plots, plot_dirs);
-                runs_table(h, g);
-                lever_runs.insert(lever_runs.end(), g.runs.begin(), g.runs.end());
-            }
-            if (comparing) {
-                h << "<h3>Against the baseline</h3><table><thead><tr><th class=\"l\">op / backend / dtype / shape / variant</th>"
-                     "<th>baseline</th><th>here</th><th>ratio</th><th>noise</th><th>verdict</th></tr></thead><tbody>\n";
-                int n = 0;
-                for (const json* r : lever_runs) {
-                    auto it = base_runs.find(run_key(*r));
-                    if (it == base_runs.end()) continue;
-                    const auto v = compare_runs(*it->second, *r);
-                    const auto& tb = (*it->second)["time_s"];
-                    const auto& tn = (*r)["time_s"];
-                    h << "<tr><td class=\"l\">" << esc(run_key(*r)) << "</td><td>" << time_str(tb.value("best", tb.value("min", 0.0)))
-                      << "</td><td>" << time_str(tn.value("best", tn.value("min", 0.0))) << "</td><td>"
-                      << (v.ratio > 0 ? fmt(v.ratio) + "x" : "—") << "</td><td>" << (v.noise > 0 ? "±" + fmt(100 * v.noise, 2) + "%" : "—")
-                      << "</td><td>" << badge(v.verdict) << "</td></tr>\n";
-                    ++n;
-                }
-                if (n == 0) h << "<tr><td class=\"l\" colspan=\"6\">no variant of this lever is in both folders</td></tr>\n";
-                h << "</tbody></table>\n";
-            }
-            // Claims of this lever.
-            std::vector<const json*> checked, gpu;
-            for (const json* c : claims[l]) (c->value("verdict", "") == "needs a GPU" ? gpu : checked).push_back(c);
-            h << "<h3>Published claims about " << esc(l) << "</h3>\n";
-            if (f.claims.is_null())
-                h << "<p class=\"dim\">No claims report in this folder (<code>memwall reproduce --run-experiments --out "
-                  << esc(f.dir.filename().string()) << "/claims.json</code>).</p>\n";
-            else if (claims[l].empty())
-                h << "<p class=\"dim\">experiments/claims.json has no claims for this lever.</p>\n";
-            else {
-                int repro = 0;
-                for (const json* c : checked) repro += c->value("verdict", "") == "reproduced";
-                h << "<p>" << checked.size() << " checked on this machine: " << repro << " reproduced, " << checked.size() - repro
-                  << " not" << (gpu.empty() ? "" : "; " + std::to_string(gpu.size()) + " need a GPU (listed below)") << ".</p>\n";
-                claims_table(h, checked, lever_runs, f.ceilings["ceilings"]);
-                if (!gpu.empty()) {
-                    h << "<details><summary>" << gpu.size() << (gpu.size() == 1 ? " claim" : " claims") << " that need a GPU</summary>\n";
-                    claims_table(h, gpu, lever_runs, f.ceilings["ceilings"]);
-                    h << "</details>\n";
-                }
-            }
-            h << "</section>\n";
-        }
-
-        // Claims of levers without runs here (the roofline arithmetic, levers not run).
-        if (!f.claims.is_null()) {
-            std::vector<const json*> rest;
-            std::set<std::string> rest_levers;
-            for (auto& [l, cs] : claims)
-                if (std::find(levers.begin(), levers.end(), l) == levers.end())
-                    for (const json* c : cs) rest.push_back(c), rest_levers.insert(l);
-            if (!rest.empty()) {
-                std::map<std::string, int> counts;
-                for (const json* c : rest) counts[c->value("verdict", "")]++;
-                h << "<section class=\"lever\" id=\"other-claims\"><h2>Other claims</h2><p>Claims of "
-                  << esc(join({rest_levers.begin(), rest_levers.end()})) << " (no runs of theirs in this folder): ";
-                bool first = true;
-                for (auto& [v, n] : counts) h << (first ? "" : ", ") << n << " " << esc(v), first = false;
-                h << ". From <code>" << esc(f.claims_path.filename().string()) << "</code>: <code>" << esc(f.claims.value("command", ""))
-                  << "</code>.</p>\n<details><summary>All " << rest.size() << "</summary>\n";
-                claims_table(h, rest, {}, f.ceilings["ceilings"]);
-                h << "</details></section>\n";
-            }
-        }
-
-        h << "<p class=\"dim\" style=\"margin-top:40px\">Made by <code>memwall report " << esc(f.dir.filename().string())
-          << " --html" << (comparing ? " --compare " + esc(base.dir.filename().string()) : "")
-          << "</code> from";
-        for (auto& rf : f.results) h << " " << esc(rf.path.filename().string());
-        if (!f.ignored.empty()) h << "; not read (no memwall schema): " << esc(join(f.ignored));
-        h << ". The plots are also in <code>plots/</code> as SVG and PNG with their gnuplot scripts.</p>\n";
-        h << "</main></body></html>\n";
-
+        draw_plots(pg);
+        gather(pg);
+        const std::string html = render(pg);
         // Plots first (they are extras), the page last: the rename is the commit.
         std::error_code ec;
         fs::remove_all(plots.final, ec);
         fs::rename(plots.tmp, plots.final, ec);
         if (ec) fs::remove_all(plots.tmp, ec);
-        write_file_atomic(out, h.str());
+        write_file_atomic(out, html);
     } catch (...) {
         std::error_code ec;
         fs::remove_all(plots.tmp, ec);

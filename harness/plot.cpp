@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -334,98 +335,125 @@ std::string machine_line(const json& results, const Group& grp) {
     return who.empty() ? std::string("unnamed machine") : who;
 }
 
-void plot_roofline(const json& results, const Ceilings& c, const Group& grp, const fs::path& dir,
-                   std::vector<fs::path>* written) {
+// One roofline figure: its points and roofs, its axes (whole decades of
+// FLOP/byte and GFLOP/s) and the unit its y values are written in.
+struct RooflineFigure {
     std::vector<Run> pts;
-    for (const auto& r : grp.runs)
-        if (r.intensity > 0 && r.gflops > 0) pts.push_back(r);
-    if (pts.empty()) return;
     std::set<std::string> dtypes;
-    for (const auto& r : pts) dtypes.insert(canonical_dtype(r.dtype.empty() ? "f32" : r.dtype));
-    const bool gpu = grp.backend == "cuda";
-    const json m = results.value("machine", json::object());
-    const std::string gpu_name = m.contains("gpu") && m["gpu"].is_object() ? str(m["gpu"], "name") : "";
-    const auto roofs = gpu ? gpu_roofs(c, gpu_name, dtypes) : cpu_roofs(c, dtypes);
-
-    // Axes: every point and every ridge (where a diagonal meets its roof),
-    // with room around them, snapped to whole decades.
+    std::vector<Roof> roofs;
+    std::string stem;
+    bool gpu = false;
     double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
-    for (const auto& r : pts) {
-        xlo = std::min(xlo, r.intensity), xhi = std::max(xhi, r.intensity);
-        ylo = std::min(ylo, r.gflops), yhi = std::max(yhi, r.gflops);
+    // GPU figures in TFLOP/s: six-digit GFLOP/s are hard to read.
+    double scale = 1.0;
+    std::string unit = "GFLOP/s";
+
+    std::string Y(double gflops) const { return g(gflops / scale); }
+    double ux() const { return std::log10(xhi / xlo); }  // the axes' spans, in decades
+    double uy() const { return std::log10(yhi / ylo); }
+    double gap() const { return 0.034 * uy(); }  // one text line at 800 px
+    double width() const { return 0.22 * ux(); }  // a label's width, generously
+    bool show_dtype() const { return dtypes.size() > 1; }
+    // Labels go right of their point, or left of it in the right quarter of
+    // the plot where they would run into the key.
+    bool on_left(const Run& r) const { return std::log10(r.intensity / xlo) / ux() > 0.72; }
+};
+
+// Axes: every point and every ridge (where a diagonal meets its roof),
+// with room around them, snapped to whole decades.
+void set_axes(RooflineFigure& f) {
+    for (const auto& r : f.pts) {
+        f.xlo = std::min(f.xlo, r.intensity), f.xhi = std::max(f.xhi, r.intensity);
+        f.ylo = std::min(f.ylo, r.gflops), f.yhi = std::max(f.yhi, r.gflops);
     }
-    for (const auto& rf : roofs) {
-        if (rf.peak < 1e299) yhi = std::max(yhi, rf.peak);
+    for (const auto& rf : f.roofs) {
+        if (rf.peak < 1e299) f.yhi = std::max(f.yhi, rf.peak);
         if (rf.gbps > 0 && rf.peak < 1e299 && rf.title.find("L1") == std::string::npos &&
             rf.title.find("L2") == std::string::npos)
-            xhi = std::max(xhi, rf.peak / rf.gbps);
+            f.xhi = std::max(f.xhi, rf.peak / rf.gbps);
     }
     // Start a decade left of the leftmost ridge so every diagonal is seen climbing.
-    for (const auto& rf : roofs)
-        if (rf.gbps > 0 && rf.peak < 1e299) xlo = std::min(xlo, rf.peak / rf.gbps / 10);
-    xlo = std::pow(10, std::floor(std::log10(xlo / 2)));
-    xhi = std::pow(10, std::ceil(std::log10(xhi * 2)));
-    ylo = std::pow(10, std::floor(std::log10(ylo / 2)));
-    yhi = std::pow(10, std::ceil(std::log10(yhi * 1.5)));
+    for (const auto& rf : f.roofs)
+        if (rf.gbps > 0 && rf.peak < 1e299) f.xlo = std::min(f.xlo, rf.peak / rf.gbps / 10);
+    f.xlo = std::pow(10, std::floor(std::log10(f.xlo / 2)));
+    f.xhi = std::pow(10, std::ceil(std::log10(f.xhi * 2)));
+    f.ylo = std::pow(10, std::floor(std::log10(f.ylo / 2)));
+    f.yhi = std::pow(10, std::ceil(std::log10(f.yhi * 1.5)));
+}
 
-    // GPU figures in TFLOP/s: six-digit GFLOP/s are hard to read.
-    const double scale = gpu ? 1e3 : 1.0;
-    const std::string unit = gpu ? "TFLOP/s" : "GFLOP/s";
-    auto Y = [&](double gflops) { return g(gflops / scale); };
+// The figure's points, dtypes, roofs, axes and unit; no points, no figure.
+std::optional<RooflineFigure> roofline_figure(const json& results, const Ceilings& c, const Group& grp) {
+    RooflineFigure f;
+    for (const auto& r : grp.runs)
+        if (r.intensity > 0 && r.gflops > 0) f.pts.push_back(r);
+    if (f.pts.empty()) return std::nullopt;
+    for (const auto& r : f.pts) f.dtypes.insert(canonical_dtype(r.dtype.empty() ? "f32" : r.dtype));
+    f.gpu = grp.backend == "cuda";
+    const json m = results.value("machine", json::object());
+    const std::string gpu_name = m.contains("gpu") && m["gpu"].is_object() ? str(m["gpu"], "name") : "";
+    f.roofs = f.gpu ? gpu_roofs(c, gpu_name, f.dtypes) : cpu_roofs(c, f.dtypes);
+    set_axes(f);
+    f.scale = f.gpu ? 1e3 : 1.0;
+    f.unit = f.gpu ? "TFLOP/s" : "GFLOP/s";
+    f.stem = "roofline-" + grp.stem;
+    return f;
+}
 
-    const std::string stem = "roofline-" + grp.stem;
-    // Roof segments, one data block each: from where the line enters the
-    // plot to the ridge, then along the roof to the right edge.
+// Roof segments, one data block each: from where the line enters the plot
+// to the ridge, then along the roof to the right edge. Then the points, one
+// block per variant.
+void write_roofline_data(const RooflineFigure& f, const fs::path& dir, std::vector<fs::path>* written) {
     std::ostringstream roofs_dat;
-    roofs_dat << "# intensity(FLOP/byte) " << unit << "; one block per roof, in the order of the script's plot\n";
-    for (const auto& rf : roofs) {
+    roofs_dat << "# intensity(FLOP/byte) " << f.unit << "; one block per roof, in the order of the script's plot\n";
+    for (const auto& rf : f.roofs) {
         roofs_dat << "# " << rf.title << "\n";
         if (rf.gbps > 0) {
-            double x0 = std::max(xlo, ylo / rf.gbps);
-            double ridge = std::min(xhi, rf.peak / rf.gbps);
-            roofs_dat << g(x0) << " " << Y(rf.gbps * x0) << "\n" << g(ridge) << " " << Y(rf.gbps * ridge) << "\n";
-            if (ridge < xhi) roofs_dat << g(xhi) << " " << Y(rf.peak) << "\n";
+            double x0 = std::max(f.xlo, f.ylo / rf.gbps);
+            double ridge = std::min(f.xhi, rf.peak / rf.gbps);
+            roofs_dat << g(x0) << " " << f.Y(rf.gbps * x0) << "\n" << g(ridge) << " " << f.Y(rf.gbps * ridge) << "\n";
+            if (ridge < f.xhi) roofs_dat << g(f.xhi) << " " << f.Y(rf.peak) << "\n";
         } else {
-            roofs_dat << g(xlo) << " " << Y(rf.peak) << "\n" << g(xhi) << " " << Y(rf.peak) << "\n";
+            roofs_dat << g(f.xlo) << " " << f.Y(rf.peak) << "\n" << g(f.xhi) << " " << f.Y(rf.peak) << "\n";
         }
         roofs_dat << "\n\n";
     }
     std::ostringstream pts_dat;
-    pts_dat << "# intensity(FLOP/byte) " << unit << " variant; one block per variant\n";
-    for (const auto& r : pts) pts_dat << g(r.intensity) << " " << Y(r.gflops) << " " << q(r.variant) << "\n\n\n";
-    write_file(dir / (stem + ".roofs.dat"), roofs_dat.str(), written);
-    write_file(dir / (stem + ".points.dat"), pts_dat.str(), written);
+    pts_dat << "# intensity(FLOP/byte) " << f.unit << " variant; one block per variant\n";
+    for (const auto& r : f.pts) pts_dat << g(r.intensity) << " " << f.Y(r.gflops) << " " << q(r.variant) << "\n\n\n";
+    write_file(dir / (f.stem + ".roofs.dat"), roofs_dat.str(), written);
+    write_file(dir / (f.stem + ".points.dat"), pts_dat.str(), written);
+}
 
-    std::ostringstream s;
+// The script's head: terminal, title, axes, grid, key and margins.
+void roofline_frame(std::ostream& s, const RooflineFigure& f, const json& results, const Ceilings& c,
+                    const Group& grp) {
     s << "# Roofline of " << grp.lever << "/" << grp.op << " (" << grp.backend << ", " << grp.shape
-      << "), written by `memwall plot`.\n# Redraw with: gnuplot " << stem << ".gp\n";
-    s << svg_terminal(stem);
-    const std::string dtype_list = [&] {
-        std::string d;
-        for (const auto& t : dtypes) d += (d.empty() ? "" : ",") + t;
-        return d;
-    }();
+      << "), written by `memwall plot`.\n# Redraw with: gnuplot " << f.stem << ".gp\n";
+    s << svg_terminal(f.stem);
+    std::string dtype_list;
+    for (const auto& t : f.dtypes) dtype_list += (dtype_list.empty() ? "" : ",") + t;
     std::string sub = machine_line(results, grp) + "  |  roofs: " +
-                      (gpu ? std::string("measured solid, spec sheet dashed")
-                           : "measured (" + (c.source.empty() ? std::string("no calibration") : c.source) + ")");
+                      (f.gpu ? std::string("measured solid, spec sheet dashed")
+                             : "measured (" + (c.source.empty() ? std::string("no calibration") : c.source) + ")");
     s << "set title " << q("Roofline: " + grp.lever + " / " + grp.op + "   (" + grp.backend + ", " + grp.shape + ", " +
                            dtype_list + ")\n" + sub)
       << "\n";
     s << "set xlabel 'arithmetic intensity (FLOP/byte)'\n";
-    s << "set ylabel 'performance (" << unit << ")'\n";
+    s << "set ylabel 'performance (" << f.unit << ")'\n";
     s << "set logscale xy\n";
-    s << "set xrange [" << g(xlo) << ":" << g(xhi) << "]\nset yrange [" << Y(ylo) << ":" << Y(yhi) << "]\n";
+    s << "set xrange [" << g(f.xlo) << ":" << g(f.xhi) << "]\nset yrange [" << f.Y(f.ylo) << ":" << f.Y(f.yhi) << "]\n";
     s << "set format x '%g'\nset format y '%g'\nset mxtics 10\nset mytics 10\n";
     s << "set grid xtics ytics mxtics mytics lc rgb '#e5e5e5' lw 1, lc rgb '#f3f3f3' lw 1\n";
     s << "set style textbox opaque noborder margins 0.5,0.3\n";  // labels stay legible over roof lines
     s << "set key outside right top vertical Left reverse noopaque spacing 1.3 samplen 2.5 box lc rgb '#bbbbbb'\n";
     s << "set rmargin at screen 0.64\nset lmargin at screen 0.08\nset tmargin at screen 0.88\nset bmargin at screen 0.10\n";
+}
 
-    // Point labels: right of each point; pushed apart vertically where two
-    // labels would overlap (same column, close in log y), with a leader line.
-    const double ux = std::log10(xhi / xlo), uy = std::log10(yhi / ylo);
-    const double gap = 0.034 * uy;   // one text line at 800 px
-    const double width = 0.22 * ux;  // a label's width, generously
+// Point labels' heights (log10 GFLOP/s): at their points, pushed apart
+// vertically where two labels would overlap (same column, close in log y).
+std::vector<double> label_heights(const RooflineFigure& f) {
+    const auto& pts = f.pts;
+    const double gap = f.gap(), width = f.width();
     std::vector<size_t> order(pts.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pts[a].gflops < pts[b].gflops; });
@@ -462,60 +490,83 @@ void plot_roofline(const json& results, const Ceilings& c, const Group& grp, con
         for (size_t k = a; k < b; ++k) lv[order[k]] -= shift;
         a = b;
     }
-    const bool show_dtype = dtypes.size() > 1;
+    return lv;
+}
+
+// Each point's label at its height, with a leader line where it was moved;
+// returns the next free label tag.
+int roofline_labels(std::ostream& s, const RooflineFigure& f, const std::vector<double>& lv) {
     int tag = 1;
-    // Labels go right of their point, or left of it in the right quarter of
-    // the plot where they would run into the key.
-    auto on_left = [&](const Run& r) { return std::log10(r.intensity / xlo) / ux > 0.72; };
-    for (size_t i = 0; i < pts.size(); ++i) {
-        const bool left = on_left(pts[i]);
-        const double lx = pts[i].intensity * std::pow(10, (left ? -0.025 : 0.025) * ux), ly = std::pow(10, lv[i]);
-        s << "set label " << tag++ << " " << q(run_label(pts[i], show_dtype)) << " at " << g(lx) << "," << Y(ly)
-          << (left ? " right" : " left") << " boxed front tc rgb '" << run_colour(pts[i], i) << "'\n";
-        if (std::abs(lv[i] - std::log10(pts[i].gflops)) > 0.2 * gap)
-            s << "set arrow from " << g(pts[i].intensity) << "," << Y(pts[i].gflops) << " to " << g(lx) << ","
-              << Y(ly) << " nohead lw 0.6 lc rgb '#aaaaaa' back\n";
+    for (size_t i = 0; i < f.pts.size(); ++i) {
+        const Run& r = f.pts[i];
+        const bool left = f.on_left(r);
+        const double lx = r.intensity * std::pow(10, (left ? -0.025 : 0.025) * f.ux()), ly = std::pow(10, lv[i]);
+        s << "set label " << tag++ << " " << q(run_label(r, f.show_dtype())) << " at " << g(lx) << "," << f.Y(ly)
+          << (left ? " right" : " left") << " boxed front tc rgb '" << run_colour(r, i) << "'\n";
+        if (std::abs(lv[i] - std::log10(r.gflops)) > 0.2 * f.gap())
+            s << "set arrow from " << g(r.intensity) << "," << f.Y(r.gflops) << " to " << g(lx) << "," << f.Y(ly)
+              << " nohead lw 0.6 lc rgb '#aaaaaa' back\n";
     }
-    // The lesson in one arrow: naive -> fastest correct optimized variant.
+    return tag;
+}
+
+// The lesson in one arrow: naive -> fastest correct optimized variant.
+void lesson_arrow(std::ostream& s, const RooflineFigure& f, int tag) {
     const Run* naive = nullptr;
     const Run* best = nullptr;
-    for (const auto& r : pts) {
+    for (const auto& r : f.pts) {
         if (!naive && is_naive(r)) naive = &r;
         if (r.role == "optimized" && r.correct && (!best || r.gflops > best->gflops)) best = &r;
     }
-    if (naive && best && best != naive) {
-        // Stop the head just short of the target so its marker stays visible.
-        const double du = std::log10(best->intensity / naive->intensity) / ux;
-        const double dv = std::log10(best->gflops / naive->gflops) / uy;
-        const double len = std::hypot(du, dv);
-        const double t = len > 0.05 ? 1 - 0.018 / len : 1.0;
-        const double ex = naive->intensity * std::pow(best->intensity / naive->intensity, t);
-        const double ey = naive->gflops * std::pow(best->gflops / naive->gflops, t);
-        s << "set arrow from " << g(naive->intensity) << "," << Y(naive->gflops) << " to " << g(ex) << "," << Y(ey)
-          << " head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front\n";
-        const double mx = std::sqrt(naive->intensity * best->intensity), my = std::sqrt(naive->gflops * best->gflops);
-        s << "set label " << tag++ << " " << q(fmt(best->gflops / naive->gflops) + "x") << " at " << g(mx) << ","
-          << Y(my) << (on_left(*best) ? " left offset char 0.8,0" : " right offset char -0.8,0")
-          << " front tc rgb '#d62728' font ',14'\n";
-    }
+    if (!naive || !best || best == naive) return;
+    // Stop the head just short of the target so its marker stays visible.
+    const double du = std::log10(best->intensity / naive->intensity) / f.ux();
+    const double dv = std::log10(best->gflops / naive->gflops) / f.uy();
+    const double len = std::hypot(du, dv);
+    const double t = len > 0.05 ? 1 - 0.018 / len : 1.0;
+    const double ex = naive->intensity * std::pow(best->intensity / naive->intensity, t);
+    const double ey = naive->gflops * std::pow(best->gflops / naive->gflops, t);
+    s << "set arrow from " << g(naive->intensity) << "," << f.Y(naive->gflops) << " to " << g(ex) << "," << f.Y(ey)
+      << " head filled size screen 0.014,20 lw 2.5 lc rgb '#d62728' front\n";
+    const double mx = std::sqrt(naive->intensity * best->intensity), my = std::sqrt(naive->gflops * best->gflops);
+    s << "set label " << tag << " " << q(fmt(best->gflops / naive->gflops) + "x") << " at " << g(mx) << ","
+      << f.Y(my) << (f.on_left(*best) ? " left offset char 0.8,0" : " right offset char -0.8,0")
+      << " front tc rgb '#d62728' font ',14'\n";
+}
 
+// The plot command: every roof, then every point, from the data files.
+void roofline_plot(std::ostream& s, const RooflineFigure& f) {
     s << "plot ";
     bool first = true;
-    for (size_t i = 0; i < roofs.size(); ++i) {
-        s << (first ? "" : ", \\\n     ") << "'" << stem << ".roofs.dat' index " << i << " using 1:2 with lines "
-          << roofs[i].style << " title " << q(roofs[i].title);
+    for (size_t i = 0; i < f.roofs.size(); ++i) {
+        s << (first ? "" : ", \\\n     ") << "'" << f.stem << ".roofs.dat' index " << i << " using 1:2 with lines "
+          << f.roofs[i].style << " title " << q(f.roofs[i].title);
         first = false;
     }
-    for (size_t i = 0; i < pts.size(); ++i) {
-        s << (first ? "" : ", \\\n     ") << "'" << stem << ".points.dat' index " << i
-          << " using 1:2 with points pt " << run_point_type(pts[i]) << " ps 2 lc rgb '" << run_colour(pts[i], i)
-          << "' title " << q(run_label(pts[i], show_dtype) + "  " + fmt(pts[i].gflops / scale) + " " + unit);
+    for (size_t i = 0; i < f.pts.size(); ++i) {
+        const Run& r = f.pts[i];
+        s << (first ? "" : ", \\\n     ") << "'" << f.stem << ".points.dat' index " << i
+          << " using 1:2 with points pt " << run_point_type(r) << " ps 2 lc rgb '" << run_colour(r, i)
+          << "' title " << q(run_label(r, f.show_dtype()) + "  " + fmt(r.gflops / f.scale) + " " + f.unit);
         first = false;
     }
-    s << "\n" << png_terminal(stem);
-    write_file(dir / (stem + ".gp"), s.str(), written);
-    run_gnuplot(dir, stem + ".gp");
-    if (written) written->push_back(dir / (stem + ".svg")), written->push_back(dir / (stem + ".png"));
+    s << "\n";
+}
+
+void plot_roofline(const json& results, const Ceilings& c, const Group& grp, const fs::path& dir,
+                   std::vector<fs::path>* written) {
+    const std::optional<RooflineFigure> f = roofline_figure(results, c, grp);
+    if (!f) return;
+    write_roofline_data(*f, dir, written);
+    std::ostringstream s;
+    roofline_frame(s, *f, results, c, grp);
+    const int next_tag = roofline_labels(s, *f, label_heights(*f));
+    lesson_arrow(s, *f, next_tag);
+    roofline_plot(s, *f);
+    s << png_terminal(f->stem);
+    write_file(dir / (f->stem + ".gp"), s.str(), written);
+    run_gnuplot(dir, f->stem + ".gp");
+    if (written) written->push_back(dir / (f->stem + ".svg")), written->push_back(dir / (f->stem + ".png"));
 }
 
 // ---------------------------------------------------------------- bar charts

@@ -19,6 +19,7 @@
 
 #include "harness/gpu.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/strings.hpp"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
@@ -231,12 +232,6 @@ std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = 
     return fmt(v.get<double>(), prec) + suffix;
 }
 
-std::string time_str(double s) {
-    if (s >= 1) return fmt(s, 3) + " s";
-    if (s >= 1e-3) return fmt(s * 1e3, 3) + " ms";
-    return fmt(s * 1e6, 3) + " µs";
-}
-
 std::string group_key(const nlohmann::json& r) {
     return r["lever"].get<std::string>() + " / " + r["op"].get<std::string>() + " / " +
            r["backend"].get<std::string>() + " / " + r["dtype"].get<std::string>() + " / " +
@@ -256,13 +251,6 @@ bool any_run(const std::vector<const nlohmann::json*>& rows, const std::function
 }
 
 bool has_number(const nlohmann::json& r, const char* key) { return r.contains(key) && r[key].is_number(); }
-
-std::string bytes_str(double b) {
-    if (b >= 1024.0 * 1024 * 1024) return fmt(b / (1024.0 * 1024 * 1024)) + " GiB";
-    if (b >= 1024.0 * 1024) return fmt(b / (1024.0 * 1024)) + " MiB";
-    if (b >= 1024) return fmt(b / 1024) + " KiB";
-    return fmt(b) + " B";
-}
 
 std::vector<Column> optional_columns(const std::vector<const nlohmann::json*>& rows) {
     std::vector<Column> cols;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -69,13 +70,10 @@ Shape parse_shape(const std::string& text, const Shape& base, const std::vector<
     return s;
 }
 
-std::vector<RunPlan> plan_runs(const RunRequest& req) {
-    if (req.targets.empty())
-        throw UsageError("name a lever or op to run; levers: " + join(lever_names()) + "; ops: " + join(op_names()));
-    if (req.backend == Backend::cuda && gpu_count() == 0)
-        throw UsageError("--backend cuda needs a GPU, and there is none here (" + gpu_absent_reason() +
-                         "); valid backends here: cpu, cuda-emu");
+namespace {
 
+// The ops the request names (levers, ops or "all"), each once, in the order of ops().
+std::vector<const Op*> requested_ops(const RunRequest& req) {
     std::vector<const Op*> targets;
     for (auto& t : req.targets) {
         bool found = false;
@@ -88,19 +86,94 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
             throw UsageError("unknown lever or op '" + t + "'; levers: " + join(lever_names()) + "; ops: " +
                              join(op_names()) + "; or all");
     }
-    // --shape OP:axis=v,... applies to that op only; one naming an op that is
-    // not run is an error rather than silently unused.
+    return targets;
+}
+
+// The op a --shape OP:axis=v,... names; none for a shape without one.
+std::optional<std::string> shape_op(const std::string& text) {
+    const auto colon = text.find(':');
+    if (colon == std::string::npos || colon > text.find('=')) return std::nullopt;
+    return text.substr(0, colon);
+}
+
+// --shape OP:axis=v,... applies to that op only; one naming an op that is
+// not run is an error rather than silently unused.
+void check_shape_ops(const RunRequest& req, const std::vector<const Op*>& targets) {
     for (auto& text : req.shapes) {
-        const auto colon = text.find(':');
-        if (colon == std::string::npos || colon > text.find('=')) continue;
-        const std::string name = text.substr(0, colon);
-        if (std::none_of(targets.begin(), targets.end(), [&](const Op* o) { return o->name == name; }))
-            throw UsageError("--shape '" + text + "' names op '" + name + "', which is not run here; ops run: " + [&] {
+        const auto name = shape_op(text);
+        if (!name) continue;
+        if (std::none_of(targets.begin(), targets.end(), [&](const Op* o) { return o->name == *name; }))
+            throw UsageError("--shape '" + text + "' names op '" + *name + "', which is not run here; ops run: " + [&] {
                 std::vector<std::string> n;
                 for (const Op* o : targets) n.push_back(o->name);
                 return join(n);
             }());
     }
+}
+
+std::vector<std::string> dtype_names(const std::vector<DType>& dtypes) {
+    std::vector<std::string> names;
+    for (auto d : dtypes) names.push_back(to_string(d));
+    return names;
+}
+
+// The variants of `vs` to run at `dtype`: those requested (all when none
+// is), and the naive rung, which always runs (speedups are measured against
+// it in this run) unless the request skips it. A requested variant without
+// the dtype is an error; the naive rung without it is left out.
+std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<const Variant*>& vs, DType dtype,
+                                            const RunRequest& req, const std::set<std::string>& requested,
+                                            std::set<std::string>& matched) {
+    std::vector<const Variant*> chosen;
+    for (auto* v : vs) {
+        const bool picked = requested.empty() || requested.count(v->name);
+        if (picked) matched.insert(v->name);
+        if (!picked && (v->role != Role::reference || req.skip_naive)) continue;
+        if (std::find(v->dtypes.begin(), v->dtypes.end(), dtype) == v->dtypes.end()) {
+            if (requested.count(v->name))
+                throw UsageError("variant '" + v->name + "' of " + op.name + " does not support dtype '" +
+                                 to_string(dtype) + "'; it supports: " + join(dtype_names(v->dtypes)));
+            continue;
+        }
+        chosen.push_back(v);
+    }
+    return chosen;
+}
+
+// This op's shapes: those prefixed with its name, else the unprefixed ones,
+// else its default (or quick) shape.
+std::vector<Shape> shapes_of(const Op& op, const RunRequest& req) {
+    std::vector<std::string> own, plain;
+    for (auto& text : req.shapes) {
+        const auto name = shape_op(text);
+        if (!name) plain.push_back(text);
+        else if (*name == op.name) own.push_back(text.substr(name->size() + 1));
+    }
+    const std::vector<std::string>& texts = own.empty() ? plain : own;
+    const Shape& base = req.quick ? op.quick_shape : op.default_shape;
+    if (texts.empty()) return {base};
+    std::vector<Shape> shapes;
+    for (auto& text : texts) {
+        Shape s = parse_shape(text, base, op.axes, op.flag_axes);
+        if (op.validate) {
+            auto err = op.validate(s);
+            if (!err.empty()) throw UsageError(err);
+        }
+        shapes.push_back(s);
+    }
+    return shapes;
+}
+
+}  // namespace
+
+std::vector<RunPlan> plan_runs(const RunRequest& req) {
+    if (req.targets.empty())
+        throw UsageError("name a lever or op to run; levers: " + join(lever_names()) + "; ops: " + join(op_names()));
+    if (req.backend == Backend::cuda && gpu_count() == 0)
+        throw UsageError("--backend cuda needs a GPU, and there is none here (" + gpu_absent_reason() +
+                         "); valid backends here: cpu, cuda-emu");
+    const std::vector<const Op*> targets = requested_ops(req);
+    check_shape_ops(req, targets);
 
     std::vector<RunPlan> plans;
     std::set<std::string> requested(req.variants.begin(), req.variants.end()), matched;
@@ -110,53 +183,11 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
         for (auto* v : vs) valid_variant_names.insert(v->name);
         if (vs.empty()) continue;
         DType dtype = req.dtype.value_or(op->dtypes.front());
-        if (std::find(op->dtypes.begin(), op->dtypes.end(), dtype) == op->dtypes.end()) {
-            std::vector<std::string> names;
-            for (auto d : op->dtypes) names.push_back(to_string(d));
+        if (std::find(op->dtypes.begin(), op->dtypes.end(), dtype) == op->dtypes.end())
             throw UsageError("op '" + op->name + "' does not support dtype '" + to_string(dtype) +
-                             "'; valid dtypes: " + join(names));
-        }
-        std::vector<const Variant*> chosen;
-        for (auto* v : vs) {
-            const bool picked = requested.empty() || requested.count(v->name);
-            if (picked) matched.insert(v->name);
-            // The naive rung always runs (speedups are measured against it in
-            // this run), unless the request skips it.
-            if (picked || (v->role == Role::reference && !req.skip_naive)) {
-                if (std::find(v->dtypes.begin(), v->dtypes.end(), dtype) == v->dtypes.end()) {
-                    if (requested.count(v->name)) {
-                        std::vector<std::string> names;
-                        for (auto d : v->dtypes) names.push_back(to_string(d));
-                        throw UsageError("variant '" + v->name + "' of " + op->name + " does not support dtype '" +
-                                         to_string(dtype) + "'; it supports: " + join(names));
-                    }
-                    continue;
-                }
-                chosen.push_back(v);
-            }
-        }
-        // This op's shapes: those prefixed with its name, else the unprefixed ones.
-        std::vector<std::string> own, plain;
-        for (auto& text : req.shapes) {
-            const auto colon = text.find(':');
-            if (colon == std::string::npos || colon > text.find('=')) plain.push_back(text);
-            else if (text.compare(0, colon, op->name) == 0) own.push_back(text.substr(colon + 1));
-        }
-        const std::vector<std::string>& texts = own.empty() ? plain : own;
-        std::vector<Shape> shapes;
-        if (texts.empty()) {
-            shapes.push_back(req.quick ? op->quick_shape : op->default_shape);
-        } else {
-            for (auto& text : texts) {
-                Shape s = parse_shape(text, req.quick ? op->quick_shape : op->default_shape, op->axes, op->flag_axes);
-                if (op->validate) {
-                    auto err = op->validate(s);
-                    if (!err.empty()) throw UsageError(err);
-                }
-                shapes.push_back(s);
-            }
-        }
-        for (auto& s : shapes) plans.push_back({op, s, dtype, chosen});
+                             "'; valid dtypes: " + join(dtype_names(op->dtypes)));
+        const auto chosen = chosen_variants(*op, vs, dtype, req, requested, matched);
+        for (auto& s : shapes_of(*op, req)) plans.push_back({op, s, dtype, chosen});
     }
     for (auto& r : requested)
         if (!matched.count(r))
@@ -655,11 +686,41 @@ std::string eta_text(const RunProgress& p) {
     return b;
 }
 
-}  // namespace
+// Per variant of a plan: its row, timing and peak over the rounds (rows
+// stay in the plan's order).
+struct Slot {
+    json row;
+    TimingStats time;
+    double peak = 0;
+    bool timed = false;
+};
 
-nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
-                         std::ostream& progress, RunProgress* job) {
-    const int threads = req.threads > 0 ? req.threads : hardware_threads();
+// What run_plans carries from plan to plan: the results document and its
+// benchmark records, the progress count, and the roofs. `roofs` is the
+// ceilings with the best read figure of the whole run (the file's, or one
+// measured between rounds), for the results' ceilings block and the plots;
+// `plan_roofs` are the roofs each shape's ratios use. With rounds, a shape's
+// read roof is the best of the figures measured in its own rounds, the
+// minutes its variants were timed in: each variant and the roof then had
+// the same R chances at a quiet minute. (The run's best would give the roof
+// R x shapes chances, and every fraction of it a bias that grows with the
+// number of shapes.)
+struct RunState {
+    const RunRequest& req;
+    const Ceilings& ceilings;
+    std::ostream& progress;
+    RunProgress& prog;
+    int threads;
+    json doc;
+    json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};
+    Ceilings roofs = ceilings;
+    std::vector<double> read_rounds;
+    std::vector<std::vector<std::size_t>> plan_rows;  // per plan, its rows that ran
+    std::vector<Ceilings> plan_roofs;
+};
+
+// The document's head: schema, machine, the ceilings and the command line.
+json results_head(const RunRequest& req, const Ceilings& ceilings, int threads) {
     json doc;
     doc["schema"] = kResultsSchema;
     doc["machine"] = machine_info();
@@ -670,139 +731,148 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(ceilings);
     if (!req.command_line.empty()) doc["command"] = req.command_line;
     doc["runs"] = json::array();
-    json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};
+    doc["timeline"] = json::array();
+    return doc;
+}
 
+// A round of several starts by measuring the read roof: the run's best and
+// this shape's best (`group_read`) take it in.
+void measure_round_roof(RunState& st, Ceilings& group_roofs, double& group_read) {
+    const double g = measure_dram_read_gbps(st.threads);
+    st.read_rounds.push_back(g);
+    group_read = std::max(group_read, g);
+    set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), g));  // the run's best
+    set_read_roof(group_roofs, st.threads, group_read);                                  // this shape's alone
+    char line[96];
+    std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
+    st.progress << line;
+}
+
+// Folds one round's row `r` (run to the end when `ok`) into the variant's slot.
+void fold_round(Slot& slot, json& r, const TimingStats& t, bool ok, double peak, int round) {
+    if (round == 0 || !slot.row.value("ran", false)) {
+        slot.row = r;
+        slot.time = t;
+        slot.timed = ok;
+        slot.peak = peak;
+    } else if (!ok) {
+        slot.row["correct"] = false;  // a round that failed fails the variant
+        slot.row["check_message"] = r["check_message"];
+        slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
+    } else {
+        slot.time = slot.timed ? merge_timing(slot.time, t) : t;
+        slot.timed = true;
+        slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
+        merge_round(slot.row, r, slot.time, slot.peak);
+    }
+}
+
+// One variant in one round: a row that says why it did not run, or the
+// variant run, checked and timed, folded into its slot.
+void run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slot) {
+    const Op& op = group.op;
+    std::ostream& progress = st.progress;
+    if (round == 0) progress << "   [" << st.prog.done + 1 << "/" << st.prog.total << "] ";
+    else progress << "   [round " << round + 1 << "] ";
+    progress << op.lever << " / " << op.name << " rung " << v.rung << " " << v.name
+             << (round == 0 ? eta_text(st.prog) : "") << " ..." << std::flush;
+    if (round == 0) ++st.prog.done;
+    const double variant_start = steady_s();
+    json r = base_row(op, v, group.plan, st.req, st.threads);
+    std::string why;
+    if (!runnable_here(v, &why)) {
+        if (round > 0) {
+            progress << " not run\n";
+            return;
+        }
+        r["ran"] = false;
+        r["skip_reason"] = why;
+        r["correct"] = false;
+        mark_not_timed(r);
+        progress << " not run: " << why << "\n";
+        slot.row = r;
+        return;
+    }
+    omp_set_num_threads(st.threads);
+    r["ran"] = true;
+    double peak = 0;
+    TimingStats t;
+    bool ok = true;
+    try {
+        t = run_variant(v, group, st.req, st.ceilings, peak, r, st.gbench, progress);
+    } catch (const std::exception& e) {
+        ok = false;
+        r["correct"] = false;
+        r["check_message"] = std::string("failed to run: ") + e.what();
+        mark_not_timed(r);
+        progress << " FAILED: " << e.what() << "\n";
+    }
+    r["wall_s"] = steady_s() - variant_start;
+    fold_round(slot, r, t, ok, peak, round);
+}
+
+// One (op, shape, dtype): inputs and oracle once, then every variant in
+// every round; its rows join the document in the plan's order.
+void run_plan(RunState& st, const RunPlan& plan) {
+    const Op& op = *plan.op;
+    const RunRequest& req = st.req;
+    std::ostream& progress = st.progress;
+    const double plan_start = steady_s();
+    progress << "== " << op.lever << " / " << op.name << " (" << to_string(req.backend) << ", "
+             << plan.shape.str() << ", " << to_string(plan.dtype) << ", " << st.threads << " threads)\n";
+    progress << "   making inputs (seed " << req.seed << ") and the fp64 oracle..." << std::flush;
+    Problem p = op.make_problem(plan.shape, plan.dtype, req.seed);
+    const auto oracle = op.oracle(p);
+    const auto hashes = input_hashes(p);
+    progress << " done\n";
+    Group group{op, plan, p, oracle, hashes, req};
+    std::vector<Slot> slots(plan.variants.size());
+    const int rounds = std::max(1, req.rounds);
+    Ceilings group_roofs = st.ceilings;
+    double group_read = 0;  // the best read figure of this shape's rounds
+    for (int round = 0; round < rounds; ++round) {
+        if (rounds > 1) {
+            progress << "   round " << round + 1 << " of " << rounds;
+            if (req.backend == Backend::cpu) measure_round_roof(st, group_roofs, group_read);
+            progress << "\n";
+        }
+        for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) run_slot(st, group, *plan.variants[vi], round, slots[vi]);
+    }
+    json& runs = st.doc["runs"];
+    std::vector<std::size_t> group_rows;
+    for (auto& slot : slots) {
+        if (rounds > 1 && slot.row.value("ran", false)) slot.row["rounds"] = rounds;
+        if (slot.row.value("ran", false)) group_rows.push_back(runs.size());
+        runs.push_back(std::move(slot.row));
+    }
+    st.plan_rows.push_back(group_rows);
+    st.plan_roofs.push_back(group_roofs);
+    st.doc["timeline"].push_back({{"lever", op.lever}, {"op", op.name}, {"shape", plan.shape.str()},
+                                  {"wall_s", steady_s() - plan_start}});
+}
+
+}  // namespace
+
+nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
+                         std::ostream& progress, RunProgress* job) {
+    const int threads = req.threads > 0 ? req.threads : hardware_threads();
+    json head = results_head(req, ceilings, threads);
     RunProgress local;
     RunProgress& prog = job ? *job : local;
     if (!job) prog.total = count_variants(plans);
     if (prog.start_s < 0) prog.start_s = steady_s();
-    doc["timeline"] = json::array();
-    // The roofs: `roofs` is the ceilings with the best read figure of the
-    // whole run (the file's, or one measured between rounds), for the
-    // results' ceilings block and the plots; `plan_roofs` are the roofs each
-    // shape's ratios use. With rounds, a shape's read roof is the best of the
-    // figures measured in its own rounds, the minutes its variants were timed
-    // in: each variant and the roof then had the same R chances at a quiet
-    // minute. (The run's best would give the roof R x shapes chances, and
-    // every fraction of it a bias that grows with the number of shapes.)
-    Ceilings roofs = ceilings;
-    std::vector<double> read_rounds;
-    std::vector<std::vector<std::size_t>> plan_rows;
-    std::vector<Ceilings> plan_roofs;
-
-    for (auto& plan : plans) {
-        const Op& op = *plan.op;
-        const double plan_start = steady_s();
-        progress << "== " << op.lever << " / " << op.name << " (" << to_string(req.backend) << ", "
-                 << plan.shape.str() << ", " << to_string(plan.dtype) << ", " << threads << " threads)\n";
-        progress << "   making inputs (seed " << req.seed << ") and the fp64 oracle..." << std::flush;
-        Problem p = op.make_problem(plan.shape, plan.dtype, req.seed);
-        const auto oracle = op.oracle(p);
-        const auto hashes = input_hashes(p);
-        progress << " done\n";
-        Group group{op, plan, p, oracle, hashes, req};
-        std::vector<std::size_t> group_rows;
-        // Per variant of the plan: its row, timing and peak over the rounds
-        // (rows stay in the plan's order).
-        struct Slot {
-            json row;
-            TimingStats time;
-            double peak = 0;
-            bool timed = false;
-        };
-        std::vector<Slot> slots(plan.variants.size());
-        const int rounds = std::max(1, req.rounds);
-        Ceilings group_roofs = ceilings;
-        double group_read = 0;  // the best read figure of this shape's rounds
-        for (int round = 0; round < rounds; ++round) {
-            if (rounds > 1) {
-                progress << "   round " << round + 1 << " of " << rounds;
-                if (req.backend == Backend::cpu) {
-                    const double g = measure_dram_read_gbps(threads);
-                    read_rounds.push_back(g);
-                    group_read = std::max(group_read, g);
-                    set_read_roof(roofs, threads, std::max(read_roof(roofs, threads), g));  // the run's best
-                    set_read_roof(group_roofs, threads, group_read);                         // this shape's alone
-                    char line[96];
-                    std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
-                    progress << line;
-                }
-                progress << "\n";
-            }
-            for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) {
-                const Variant* v = plan.variants[vi];
-                Slot& slot = slots[vi];
-                if (round == 0) progress << "   [" << prog.done + 1 << "/" << prog.total << "] ";
-                else progress << "   [round " << round + 1 << "] ";
-                progress << op.lever << " / " << op.name << " rung " << v->rung << " " << v->name
-                         << (round == 0 ? eta_text(prog) : "") << " ..." << std::flush;
-                if (round == 0) ++prog.done;
-                const double variant_start = steady_s();
-                json r = base_row(op, *v, plan, req, threads);
-                std::string why;
-                if (!runnable_here(*v, &why)) {
-                    if (round > 0) {
-                        progress << " not run\n";
-                        continue;
-                    }
-                    r["ran"] = false;
-                    r["skip_reason"] = why;
-                    r["correct"] = false;
-                    mark_not_timed(r);
-                    progress << " not run: " << why << "\n";
-                    slot.row = r;
-                    continue;
-                }
-                omp_set_num_threads(threads);
-                r["ran"] = true;
-                double peak = 0;
-                TimingStats t;
-                bool ok = true;
-                try {
-                    t = run_variant(*v, group, req, ceilings, peak, r, gbench, progress);
-                } catch (const std::exception& e) {
-                    ok = false;
-                    r["correct"] = false;
-                    r["check_message"] = std::string("failed to run: ") + e.what();
-                    mark_not_timed(r);
-                    progress << " FAILED: " << e.what() << "\n";
-                }
-                r["wall_s"] = steady_s() - variant_start;
-                if (round == 0 || !slot.row.value("ran", false)) {
-                    slot.row = r;
-                    slot.time = t;
-                    slot.timed = ok;
-                    slot.peak = peak;
-                } else if (!ok) {
-                    slot.row["correct"] = false;  // a round that failed fails the variant
-                    slot.row["check_message"] = r["check_message"];
-                    slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
-                } else {
-                    slot.time = slot.timed ? merge_timing(slot.time, t) : t;
-                    slot.timed = true;
-                    slot.row["wall_s"] = slot.row.value("wall_s", 0.0) + r["wall_s"].get<double>();
-                    merge_round(slot.row, r, slot.time, slot.peak);
-                }
-            }
-        }
-        for (auto& slot : slots) {
-            if (rounds > 1 && slot.row.value("ran", false)) slot.row["rounds"] = rounds;
-            if (slot.row.value("ran", false)) group_rows.push_back(doc["runs"].size());
-            doc["runs"].push_back(std::move(slot.row));
-        }
-        plan_rows.push_back(group_rows);
-        plan_roofs.push_back(group_roofs);
-        doc["timeline"].push_back({{"lever", op.lever}, {"op", op.name}, {"shape", plan.shape.str()},
-                                   {"wall_s", steady_s() - plan_start}});
-    }
+    RunState st{req, ceilings, progress, prog, threads, std::move(head)};
+    for (auto& plan : plans) run_plan(st, plan);
     // Ratios once every round is in, each shape against its own roofs.
-    for (std::size_t i = 0; i < plan_rows.size(); ++i) add_group_ratios(doc["runs"], plan_rows[i], req, plan_roofs[i]);
-    if (!read_rounds.empty()) {
-        doc["ceilings"]["dram_read_rounds_gbps"] = read_rounds;
-        doc["ceilings"]["dram_read_by_threads_gbps"] = roofs.dram_read_by_threads_gbps;
-        doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(roofs);
+    json& doc = st.doc;
+    for (std::size_t i = 0; i < st.plan_rows.size(); ++i)
+        add_group_ratios(doc["runs"], st.plan_rows[i], req, st.plan_roofs[i]);
+    if (!st.read_rounds.empty()) {
+        doc["ceilings"]["dram_read_rounds_gbps"] = st.read_rounds;
+        doc["ceilings"]["dram_read_by_threads_gbps"] = st.roofs.dram_read_by_threads_gbps;
+        doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(st.roofs);
     }
-    doc["gbench"] = gbench;
+    doc["gbench"] = st.gbench;
     return doc;
 }
 

@@ -25,4 +25,19 @@ inline std::string fmt(const char* printf_format, double v) {
     return buf;
 }
 
+// A time in seconds, three digits in s, ms or µs: "1.23 s", "45.6 ms", "789 µs".
+inline std::string time_str(double s) {
+    if (s >= 1) return fmt("%.3g", s) + " s";
+    if (s >= 1e-3) return fmt("%.3g", s * 1e3) + " ms";
+    return fmt("%.3g", s * 1e6) + " µs";
+}
+
+// A size in bytes, three digits in binary units: "512 B", "1.5 KiB", "2.25 GiB".
+inline std::string bytes_str(double b) {
+    if (b >= 1024.0 * 1024 * 1024) return fmt("%.3g", b / (1024.0 * 1024 * 1024)) + " GiB";
+    if (b >= 1024.0 * 1024) return fmt("%.3g", b / (1024.0 * 1024)) + " MiB";
+    if (b >= 1024) return fmt("%.3g", b / 1024) + " KiB";
+    return fmt("%.3g", b) + " B";
+}
+
 }  // namespace mw

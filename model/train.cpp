@@ -61,8 +61,7 @@ std::string hms(double s) {
     return buf;
 }
 
-int run_train(const TrainCliOptions& o) {
-    if (o.threads > 0) omp_set_num_threads(o.threads);
+void check_options(const TrainCliOptions& o) {
     model::require_valid(o.config);
     const auto& t = o.train;
     if (t.batch <= 0) throw UsageError("--batch " + std::to_string(t.batch) + ": must be positive");
@@ -70,15 +69,18 @@ int run_train(const TrainCliOptions& o) {
         throw UsageError("--seq " + std::to_string(t.seq) + ": must be in 1..max_seq = " + std::to_string(o.config.max_seq));
     if (t.steps <= 0) throw UsageError("--steps " + std::to_string(t.steps) + ": must be positive");
     if (!o.out.ends_with(".safetensors")) throw UsageError("--out " + o.out + ": expected a .safetensors file name");
+}
 
-    model::Corpus corpus;
+model::Corpus read_corpus(const std::string& dir) {
     try {
-        corpus = model::load_corpus(o.corpus);
+        return model::load_corpus(dir);
     } catch (const std::runtime_error& e) {
         throw UsageError(e.what());
     }
-    const auto train_tokens = model::to_tokens(corpus.train), val_tokens = model::to_tokens(corpus.validation);
+}
 
+// Freshly initialized, or the weights and optimizer state of --resume.
+model::TrainState initial_state(const TrainCliOptions& o) {
     model::TrainState state(o.config, o.init_seed);
     if (!o.resume.empty()) {
         auto f = model::load_model(o.resume);
@@ -87,24 +89,42 @@ int run_train(const TrainCliOptions& o) {
         state.params = std::move(f.params);
         state.opt = std::move(*f.optimizer);
     }
-    const Ceilings ceil = [&] {
-        if (!o.ceilings.empty()) {
-            auto doc = read_json_file(o.ceilings);
-            if (!doc.contains("ceilings")) throw UsageError("'" + o.ceilings + "' has no \"ceilings\" field");
-            return ceilings_from_json(doc["ceilings"]);
-        }
-        std::cerr << "calibrating this machine's fp32 peak (quick; pass --ceilings FILE to reuse a full calibration)...\n";
-        return calibrate_cpu(omp_get_max_threads(), true);
-    }();
-    const double peak = peak_gflops(ceil, "fp32") * 1e9;
-    const double step_flops = 3 * model::forward_flops(o.config, t.seq) * t.batch;
-    const double step_tokens = double(t.batch) * t.seq;
+    return state;
+}
 
-    model::Trainer trainer(t, train_tokens, val_tokens);
-    const std::int64_t until = o.stop_after > 0 ? std::min(o.stop_after, t.steps) : t.steps;
+// The ceilings of --ceilings, or a quick calibration.
+Ceilings train_ceilings(const TrainCliOptions& o) {
+    if (!o.ceilings.empty()) {
+        auto doc = read_json_file(o.ceilings);
+        if (!doc.contains("ceilings")) throw UsageError("'" + o.ceilings + "' has no \"ceilings\" field");
+        return ceilings_from_json(doc["ceilings"]);
+    }
+    std::cerr << "calibrating this machine's fp32 peak (quick; pass --ceilings FILE to reuse a full calibration)...\n";
+    return calibrate_cpu(omp_get_max_threads(), true);
+}
+
+// A step's model FLOPs and tokens, and the fp32 peak (FLOP/s) MFU divides by.
+struct StepCost {
+    double flops, tokens, peak;
+};
+
+// What the training measured: a record per step and per evaluation, the
+// wall time, and the mean time of the steps after the first two (which
+// fault in the workspace).
+struct TrainLog {
     nlohmann::json steps = nlohmann::json::array(), evals = nlohmann::json::array();
     double timed = 0;
     std::int64_t timed_steps = 0;
+    double wall = 0, per_step = 0;
+};
+
+// Trains on `train_tokens` until step `until`, recording every step and
+// evaluation and printing progress (at most every 5 s) to stderr unless --quiet.
+TrainLog train(const TrainCliOptions& o, const std::vector<int>& train_tokens, const std::vector<int>& val_tokens,
+               model::TrainState& state, std::int64_t until, const StepCost& cost) {
+    const auto& t = o.train;
+    model::Trainer trainer(t, train_tokens, val_tokens);
+    TrainLog log;
     const auto start = std::chrono::steady_clock::now();
     auto last_print = start;
     std::fprintf(stderr, "training %zu parameters on %zu train / %zu validation bytes, %lld steps of %d x %d tokens\n",
@@ -112,27 +132,31 @@ int run_train(const TrainCliOptions& o) {
     trainer.run(
         state, until,
         [&](const model::StepRecord& r) {
-            steps.push_back({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"seconds", r.seconds}});
-            if (r.step >= 2) timed += r.seconds, ++timed_steps;  // the first steps fault in the workspace
+            log.steps.push_back({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"seconds", r.seconds}});
+            if (r.step >= 2) log.timed += r.seconds, ++log.timed_steps;  // the first steps fault in the workspace
             const auto now = std::chrono::steady_clock::now();
             if (!o.quiet && (std::chrono::duration<double>(now - last_print).count() > 5 || r.step + 1 == until)) {
                 last_print = now;
-                const double per = timed_steps ? timed / double(timed_steps) : r.seconds;
+                const double per = log.timed_steps ? log.timed / double(log.timed_steps) : r.seconds;
                 std::fprintf(stderr, "step %6lld/%lld  loss %.3f  lr %.2e  %6.0f tok/s  MFU %4.1f%%  left %s\n",
-                             (long long)r.step + 1, (long long)until, r.loss, r.lr, step_tokens / per,
-                             100 * step_flops / per / peak, hms(per * double(until - r.step - 1)).c_str());
+                             (long long)r.step + 1, (long long)until, r.loss, r.lr, cost.tokens / per,
+                             100 * cost.flops / per / cost.peak, hms(per * double(until - r.step - 1)).c_str());
             }
             return true;
         },
         [&](const model::EvalRecord& e) {
-            evals.push_back({{"step", e.step}, {"train_loss", e.train_loss}, {"val_loss", e.val_loss}, {"val_tokens", e.tokens}});
+            log.evals.push_back({{"step", e.step}, {"train_loss", e.train_loss}, {"val_loss", e.val_loss}, {"val_tokens", e.tokens}});
             if (!o.quiet)
                 std::fprintf(stderr, "  eval at step %lld: train %.3f  validation %.3f nats/byte (%lld tokens)\n",
                              (long long)e.step, e.train_loss, e.val_loss, (long long)e.tokens);
         });
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double per_step = timed_steps ? timed / double(timed_steps) : wall / double(std::max<std::int64_t>(1, until));
+    log.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log.per_step = log.timed_steps ? log.timed / double(log.timed_steps) : log.wall / double(std::max<std::int64_t>(1, until));
+    return log;
+}
 
+// The weights to --out, and with --state a resumable checkpoint.
+void save_weights(const TrainCliOptions& o, const model::TrainState& state, const model::Corpus& corpus) {
     model::ModelFile mf;
     mf.config = o.config;
     mf.params = state.params;
@@ -142,11 +166,15 @@ int run_train(const TrainCliOptions& o) {
         mf.optimizer = state.opt;
         model::save_model(o.state, mf);
     }
+}
 
-    const nlohmann::json machine = machine_info();
-    const std::string host = machine.value("hostname", "host");
-    const std::string dir = o.results_dir.empty() ? "results/local-" + host.substr(0, host.find('.')) : o.results_dir;
-    nlohmann::json doc = {
+// The training record (memwall.train/1).
+nlohmann::json train_record(const TrainCliOptions& o, const nlohmann::json& machine, const Ceilings& ceil,
+                            const model::TrainState& state, const model::Corpus& corpus, std::size_t train_bytes,
+                            std::size_t val_bytes, const TrainLog& log, const StepCost& cost) {
+    const auto& t = o.train;
+    const double per_step = log.per_step;
+    return {
         {"schema", "memwall.train/1"},
         {"machine", machine},
         {"ceilings", to_json(ceil)},
@@ -159,34 +187,60 @@ int run_train(const TrainCliOptions& o) {
                       {"weight_decay", t.weight_decay}, {"seed", t.seed}, {"init_seed", o.init_seed},
                       {"threads", omp_get_max_threads()}, {"resumed_from", path_for_record(o.resume)}}},
         {"corpus", {{"folder", o.corpus}, {"files", corpus.files}, {"quotations", corpus.quotations},
-                    {"train_bytes", train_tokens.size()}, {"validation_bytes", val_tokens.size()},
+                    {"train_bytes", train_bytes}, {"validation_bytes", val_bytes},
                     {"validation_rule", "quotation i goes to validation when i % 20 == 19"}}},
-        {"summary", {{"wall_seconds", wall}, {"seconds_per_step", per_step}, {"tokens_per_s", step_tokens / per_step},
-                     {"model_flops_per_step", step_flops}, {"achieved_gflops", step_flops / per_step / 1e9},
-                     {"peak_fp32_gflops", peak / 1e9}, {"mfu", step_flops / per_step / peak},
-                     {"hfu", step_flops / per_step / peak},
-                     {"final_val_loss", evals.empty() ? nlohmann::json() : evals.back()["val_loss"]},
+        {"summary", {{"wall_seconds", log.wall}, {"seconds_per_step", per_step}, {"tokens_per_s", cost.tokens / per_step},
+                     {"model_flops_per_step", cost.flops}, {"achieved_gflops", cost.flops / per_step / 1e9},
+                     {"peak_fp32_gflops", cost.peak / 1e9}, {"mfu", cost.flops / per_step / cost.peak},
+                     {"hfu", cost.flops / per_step / cost.peak},
+                     {"final_val_loss", log.evals.empty() ? nlohmann::json() : log.evals.back()["val_loss"]},
                      {"checkpoint", path_for_record(o.out)}}},
-        {"steps", steps},
-        {"evals", evals},
+        {"steps", log.steps},
+        {"evals", log.evals},
         {"command", "memwall train --steps " + std::to_string(t.steps) + " --batch " + std::to_string(t.batch) +
                         " --seq " + std::to_string(t.seq) + " --out " + path_for_record(o.out)},
     };
-    const std::filesystem::path out_json = std::filesystem::path(dir) / ("train-" + o.name + ".json");
-    write_json_atomic(out_json, doc);
+}
+
+// The loss curves (training per step, validation per evaluation), when gnuplot is here.
+void plot_loss(const TrainCliOptions& o, const std::string& dir, const nlohmann::json& machine, const TrainLog& log) {
     std::vector<LineSeries> series(2);
     series[0].title = "training loss (per step)";
-    for (const auto& s : steps) series[0].points.emplace_back(s["step"].get<double>() + 1, s["loss"].get<double>());
+    for (const auto& s : log.steps) series[0].points.emplace_back(s["step"].get<double>() + 1, s["loss"].get<double>());
     series[1].title = "validation loss";
-    for (const auto& e : evals) series[1].points.emplace_back(e["step"].get<double>(), e["val_loss"].get<double>());
+    for (const auto& e : log.evals) series[1].points.emplace_back(e["step"].get<double>(), e["val_loss"].get<double>());
     if (gnuplot_available())
         plot_lines(dir, "loss-" + o.name,
                    "Training the model stack (" + std::to_string(model::param_count(o.config)) + " parameters) on " +
                        std::string(machine.value("cpu_model", "this CPU")),
                    "step", "cross-entropy (nats per byte)", series);
+}
+
+int run_train(const TrainCliOptions& o) {
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    check_options(o);
+    const auto& t = o.train;
+    const model::Corpus corpus = read_corpus(o.corpus);
+    const auto train_tokens = model::to_tokens(corpus.train), val_tokens = model::to_tokens(corpus.validation);
+    model::TrainState state = initial_state(o);
+    const Ceilings ceil = train_ceilings(o);
+    const StepCost cost{3 * model::forward_flops(o.config, t.seq) * t.batch, double(t.batch) * t.seq,
+                        peak_gflops(ceil, "fp32") * 1e9};
+    const std::int64_t until = o.stop_after > 0 ? std::min(o.stop_after, t.steps) : t.steps;
+    const TrainLog log = train(o, train_tokens, val_tokens, state, until, cost);
+    save_weights(o, state, corpus);
+
+    const nlohmann::json machine = machine_info();
+    const std::string host = machine.value("hostname", "host");
+    const std::string dir = o.results_dir.empty() ? "results/local-" + host.substr(0, host.find('.')) : o.results_dir;
+    const std::filesystem::path out_json = std::filesystem::path(dir) / ("train-" + o.name + ".json");
+    write_json_atomic(out_json,
+                      train_record(o, machine, ceil, state, corpus, train_tokens.size(), val_tokens.size(), log, cost));
+    plot_loss(o, dir, machine, log);
     std::printf("trained %lld steps in %s: %.0f tokens/s, %.1f GFLOP/s = %.1f%% MFU; validation loss %.3f nats/byte\n",
-                (long long)state.opt.step, hms(wall).c_str(), step_tokens / per_step, step_flops / per_step / 1e9,
-                100 * step_flops / per_step / peak, evals.empty() ? NAN : evals.back()["val_loss"].get<double>());
+                (long long)state.opt.step, hms(log.wall).c_str(), cost.tokens / log.per_step,
+                cost.flops / log.per_step / 1e9, 100 * cost.flops / log.per_step / cost.peak,
+                log.evals.empty() ? NAN : log.evals.back()["val_loss"].get<double>());
     std::printf("wrote %s, %s\n", o.out.c_str(), out_json.string().c_str());
     return 0;
 }

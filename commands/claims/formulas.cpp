@@ -2,7 +2,8 @@
 //
 // Each formula is a small table entry: its parameters (with units and
 // defaults), the formula in words, and a function from parameters to
-// outputs in canonical units. The functions are deliberately plain
+// outputs in canonical units. The entry (NAME_formula()) sits right after
+// its function (eval_*), and build() lists the entries. The functions are deliberately plain
 // arithmetic, so that a reader can check them against the seed texts line
 // by line, and tests/experiments/ checks them against hand computations.
 #include "commands/claims/formulas.hpp"
@@ -31,6 +32,15 @@ ParamSpec opt(std::string name, std::string unit, std::string help, std::optiona
 ParamSpec choice(std::string name, std::string help, std::vector<std::string> choices) {
     return {std::move(name), "choice", std::move(help), false, std::nullopt, std::move(choices), true};
 }
+// A numeric parameter that may also be 0, or be of any sign.
+ParamSpec zero_ok(ParamSpec s) {
+    s.positive = false;
+    return s;
+}
+ParamSpec any_sign_ok(ParamSpec s) {
+    s.any_sign = true;
+    return s;
+}
 
 Output out(std::string name, double v, std::string dim, std::string words) {
     return {std::move(name), v, std::move(dim), std::move(words), {}};
@@ -40,6 +50,16 @@ Output text(std::string name, std::string t, std::string words) {
 }
 
 double num_or(const Params& p, const std::string& k, double d) { return p.num.count(k) ? p.num.at(k) : d; }
+
+// The one lookup by name this file makes, of formulas, their parameters and
+// outputs, units and number formats: the element of `v` called `name`, or
+// nullptr.
+template <class T>
+const T* find_named(const std::vector<T>& v, const std::string& name) {
+    for (auto& x : v)
+        if (x.name == name) return &x;
+    return nullptr;
+}
 
 // ---- peaks: given, or looked up in the project's GPU spec table ------------
 
@@ -89,7 +109,8 @@ std::pair<double, double> peaks(const Params& p) {
 std::vector<ParamSpec> peak_params() {
     return {opt("peak_tflops", "TFLOP/s", "peak compute (or take it from --gpu)"),
             opt("bandwidth_tbs", "TB/s", "peak memory bandwidth, decimal TB/s (or take it from --gpu)"),
-            choice("gpu", "a GPU of the spec table (harness/gpu_specs.cpp) for the peaks", {}),
+            // --gpu choices are the spec table's names (matched loosely by find_gpu_spec).
+            choice("gpu", "a GPU of the spec table (harness/gpu_specs.cpp) for the peaks", gpu_names()),
             choice("dtype", "which peak of --gpu (default fp16)", kPeakDtypes)};
 }
 
@@ -99,6 +120,11 @@ std::vector<Output> eval_ridge(const Params& p) {
     auto [peak, bw] = peaks(p);
     return {out("ridge", peak / bw, "FLOP/B", "ridge point: the intensity where the two roofs meet"),
             out("peak", peak, "FLOP/s", "peak compute used"), out("bandwidth", bw, "B/s", "bandwidth used")};
+}
+
+Formula ridge_formula() {
+    return {"ridge", "ridge point of a roofline", "ridge = peak FLOP/s / memory bandwidth B/s", peak_params(),
+            eval_ridge};
 }
 
 std::vector<Output> eval_roofline(const Params& p) {
@@ -138,6 +164,16 @@ std::vector<Output> eval_roofline(const Params& p) {
     return o;
 }
 
+Formula roofline_formula() {
+    auto ps = peak_params();
+    ps.insert(ps.begin(), opt("intensity", "FLOP/B", "arithmetic intensity of the kernel"));
+    ps.push_back(opt("achieved_tflops", "TFLOP/s", "measured FLOP/s (observed intensity)"));
+    ps.push_back(opt("achieved_tbs", "TB/s", "measured bandwidth (utilization)"));
+    return {"roofline", "attainable FLOP/s of a kernel on a roofline",
+            "attainable = min(peak, intensity x bandwidth); memory-bound below ridge = peak / bandwidth", ps,
+            eval_roofline};
+}
+
 std::vector<Output> eval_gemm(const Params& p) {
     const double m = p.at("m"), n = p.at("n"), k = p.at("k"), b = p.at("dtype_bytes");
     const double flops = 2 * m * n * k;
@@ -147,12 +183,29 @@ std::vector<Output> eval_gemm(const Params& p) {
             out("intensity", flops / bytes, "FLOP/B", "flops / bytes")};
 }
 
+Formula gemm_intensity_formula() {
+    return {"gemm_intensity", "arithmetic intensity of C[m,n] = A[m,k] B[k,n]",
+            "intensity = 2mnk / ((mk + kn + mn) x dtype_bytes)",
+            {req("m", "count", "rows of A and C"), req("n", "count", "columns of B and C"),
+             req("k", "count", "reduction length"), opt("dtype_bytes", "bytes", "bytes per element", 2)},
+            eval_gemm};
+}
+
 std::vector<Output> eval_elementwise(const Params& p) {
     const double n = p.at("elements"), f = p.at("flops_per_element"), b = p.at("dtype_bytes");
     const double bytes = n * b * (p.at("reads") + p.at("writes"));
     return {out("flops", n * f, "FLOP", "elements x flops_per_element"),
             out("bytes", bytes, "B", "elements x dtype_bytes x (reads + writes)"),
             out("intensity", n * f / bytes, "FLOP/B", "flops / bytes")};
+}
+
+Formula elementwise_intensity_formula() {
+    return {"elementwise_intensity", "arithmetic intensity of an element-wise op",
+            "intensity = flops_per_element / (dtype_bytes x (reads + writes))",
+            {req("elements", "count", "tensor elements"), req("flops_per_element", "FLOP", "work per element"),
+             opt("dtype_bytes", "bytes", "bytes per element", 2), opt("reads", "count", "tensors read", 1),
+             opt("writes", "count", "tensors written", 1)},
+            eval_elementwise};
 }
 
 std::vector<Output> eval_decode(const Params& p) {
@@ -174,6 +227,17 @@ std::vector<Output> eval_decode(const Params& p) {
                             "achieved FLOP/s / peak"));
     }
     return o;
+}
+
+Formula decode_intensity_formula() {
+    return {"decode_intensity", "arithmetic intensity of one decode step at batch B",
+            "I(B) = 2 P B / (P b_param + B d_model b_elem); time = max(bytes/BW, flops/peak)",
+            {req("params", "count", "parameters read per step (P)"), opt("batch", "count", "requests per step (B)", 1),
+             opt("d_model", "count", "hidden width", 4096), opt("param_bytes", "bytes", "bytes per weight", 2),
+             opt("act_bytes", "bytes", "bytes per activation element", 2),
+             opt("bandwidth_tbs", "TB/s", "memory bandwidth (for step time and tokens/s)"),
+             opt("peak_tflops", "TFLOP/s", "peak compute (for step time and utilization)")},
+            eval_decode};
 }
 
 std::vector<Output> eval_kv(const Params& p) {
@@ -223,6 +287,23 @@ std::vector<Output> eval_kv(const Params& p) {
     return o;
 }
 
+Formula kv_cache_formula() {
+    return {"kv_cache", "KV-cache bytes (MHA / GQA / MQA) and the batch it allows",
+            "bytes = 2 x layers x kv_heads x head_dim x tokens x dtype_bytes x batch; "
+            "max_batch = floor((memory - weights) / cache per request), per shard",
+            {req("layers", "count", "transformer layers"), req("head_dim", "count", "dimension of one head"),
+             req("tokens", "count", "cached tokens per sequence"), opt("dtype_bytes", "bytes", "bytes per cached value", 2),
+             opt("batch", "count", "sequences", 1), choice("attention", "mha, gqa or mqa", {"mha", "gqa", "mqa"}),
+             opt("q_heads", "count", "query heads"), opt("kv_heads", "count", "K/V heads (gqa)"),
+             opt("shards", "count", "GPUs the K/V heads are split over", 1),
+             opt("memory_gb", "GB", "memory per shard (decimal GB) for max_batch"),
+             opt("weights_gb", "GB", "weights per shard (decimal GB)", std::nullopt, false),
+             opt("model_params", "count", "parameters (weights per shard = model_params x weight_bits / 8 / shards)"),
+             opt("weight_bits", "bits", "bits per stored weight", 16),
+             opt("reserved_tokens", "count", "tokens a contiguous slab reserves (waste_fraction)")},
+            eval_kv};
+}
+
 std::vector<Output> eval_quant(const Params& p) {
     const double bits = p.at("bits"), G = p.at("group_size"), ref = p.at("reference_bits");
     const double meta = (p.at("scale_bits") + p.at("zero_bits")) / G;  // per-group metadata spread over G weights
@@ -239,6 +320,17 @@ std::vector<Output> eval_quant(const Params& p) {
         o.push_back(out("bytes_per_shard", p.at("weights") * eff / 8 / p.at("shards"), "B",
                         "weights x effective_bits / 8 / shards"));
     return o;
+}
+
+Formula block_quant_formula() {
+    return {"block_quant", "effective bits per weight of block (group) quantization",
+            "effective_bits = bits + (scale_bits + zero_bits) / group_size",
+            {req("bits", "bits", "payload bits per weight"), req("group_size", "count", "weights sharing one scale"),
+             opt("scale_bits", "bits", "bits of one scale", 16, false),
+             opt("zero_bits", "bits", "bits of one zero point", 0, false),
+             opt("reference_bits", "bits", "the format it replaces", 16),
+             opt("weights", "count", "weights (for bytes)"), opt("shards", "count", "GPUs they are split over", 1)},
+            eval_quant};
 }
 
 std::vector<Output> eval_flash(const Params& p) {
@@ -262,6 +354,15 @@ std::vector<Output> eval_flash(const Params& p) {
         out("tiles_per_side", std::ceil(S / blk), "1", "ceil(S / block)")};
 }
 
+Formula flash_attention_formula() {
+    return {"flash_attention", "HBM-visible attention state: naive (materialized S x S) vs FlashAttention",
+            "naive = heads x (4 S d b + 4 S^2 b); flash = heads x 4 S d b; reduction = 1 + S/d",
+            {req("seq", "count", "sequence length S"), req("heads", "count", "attention heads"),
+             req("head_dim", "count", "head dimension d"), opt("dtype_bytes", "bytes", "bytes per element", 2),
+             opt("block", "count", "tile edge (tile_bytes)", 128)},
+            eval_flash};
+}
+
 std::vector<Output> eval_fusion(const Params& p) {
     const double t = p.at("elements") * p.at("dtype_bytes");
     const double k = p.at("intermediates"), extra = p.at("extra_bytes"), layers = p.at("layers");
@@ -276,6 +377,18 @@ std::vector<Output> eval_fusion(const Params& p) {
             out("unfused_bytes", unfused, "B", "extra_bytes + (2 + 2k) x tensor_bytes"),
             out("fused_bytes", fused, "B", "extra_bytes + 2 x tensor_bytes"),
             out("traffic_reduction", unfused / fused, "1", "unfused_bytes / fused_bytes")};
+}
+
+Formula fusion_traffic_formula() {
+    return {"fusion_traffic", "HBM traffic of a chain of ops unfused vs fused",
+            "intermediate traffic = 2 x intermediates x elements x dtype_bytes; "
+            "unfused = extra + (2 + 2k) x tensor, fused = extra + 2 x tensor",
+            {req("elements", "count", "elements of one activation tensor"),
+             opt("dtype_bytes", "bytes", "bytes per element", 2),
+             opt("intermediates", "count", "tensors the unfused chain writes and rereads (k)", 2),
+             opt("extra_bytes", "bytes", "traffic both versions pay (e.g. GEMM weights)", 0, false),
+             opt("layers", "count", "layers (for the all-layer total)", 1)},
+            eval_fusion};
 }
 
 std::vector<Output> eval_spec(const Params& p) {
@@ -299,6 +412,19 @@ std::vector<Output> eval_spec(const Params& p) {
         }
     }
     return o;
+}
+
+Formula speculative_formula() {
+    return {"speculative", "expected tokens per target pass in speculative decoding",
+            "E = (1 - alpha^(gamma+1)) / (1 - alpha); time per token = (draft + verify) / E",
+            {zero_ok(req("alpha", "probability", "acceptance rate of one draft token")),  // 0: every draft rejected
+             req("gamma", "count", "draft tokens per round"),
+             opt("draft_ms", "ms", "draft time per round", std::nullopt, false),
+             opt("verify_ms", "ms", "target verification pass"),
+             opt("baseline_ms", "ms", "one plain decode step (for speedup)"),
+             opt("measured_tokens_per_pass", "x", "tokens per target pass a run measured, printed beside the prediction"),
+             opt("measured_speedup", "x", "speedup a run measured, printed beside the prediction")},
+            eval_spec};
 }
 
 std::vector<Output> eval_checkpoint(const Params& p) {
@@ -326,6 +452,16 @@ std::vector<Output> eval_checkpoint(const Params& p) {
                 "one whole extra forward pass / (forward + backward), backward = backward_ratio x forward"),
             out("extra_compute_fraction", recomputed / N / (1 + r), "1",
                 "recomputed layers / N x forward / (forward + backward)")};
+}
+
+Formula checkpoint_formula() {
+    return {"checkpoint", "activation memory with a checkpoint every k layers (sqrt-N scheme)",
+            "stored = ceil(N/k) x checkpoint bytes + k x per-layer bytes; extra compute = recomputed forward / (forward + backward)",
+            {req("layers", "count", "layers N"), opt("activation_bytes", "bytes", "activation bytes per layer", 1),
+             opt("checkpoint_bytes", "bytes", "bytes of one checkpoint, a block's input (default: activation_bytes)"),
+             opt("every", "count", "checkpoint every k layers (default round(sqrt(N)))"),
+             opt("backward_ratio", "x", "backward cost / forward cost", 2)},
+            eval_checkpoint};
 }
 
 std::vector<Output> eval_iron(const Params& p) {
@@ -356,6 +492,20 @@ std::vector<Output> eval_iron(const Params& p) {
     return o;
 }
 
+Formula iron_law_formula() {
+    return {"iron_law", "execution time = data + compute + overhead (the seeds' ML iron law)",
+            "T = D/BW + O/(R_peak eta) + L (or max(D/BW, O/(R eta)) + L with --overlap 1)",
+            {opt("bytes", "bytes", "data volume D"), opt("elements", "count", "or D = elements x dtype_bytes x copies"),
+             opt("dtype_bytes", "bytes", "bytes per element", 2), opt("copies", "count", "times the data crosses", 1),
+             opt("bandwidth_gbs", "GB/s", "bandwidth BW"), opt("flops", "FLOP", "operations O"),
+             opt("peak_tflops", "TFLOP/s", "R_peak"), opt("efficiency", "fraction", "eta", 1),
+             opt("compute_us", "us", "compute time given directly", std::nullopt, false),
+             opt("latency_us", "us", "fixed overhead L", std::nullopt, false),
+             opt("launches", "count", "kernel launches", 0, false), opt("launch_us", "us", "overhead per launch", 0, false),
+             opt("overlap", "0|1", "1: data and compute overlap", 0, false)},
+            eval_iron};
+}
+
 std::vector<Output> eval_amdahl(const Params& p) {
     const double fa = p.at("fraction_a"), ka = p.at("keep_a"), fb = p.at("fraction_b"), kb = p.at("keep_b");
     if (fa + fb > 1 + 1e-12) throw UsageError("--fraction_a + --fraction_b must be at most 1");
@@ -370,6 +520,16 @@ std::vector<Output> eval_amdahl(const Params& p) {
     return o;
 }
 
+Formula amdahl_formula() {
+    return {"amdahl", "speedup when parts of the time shrink",
+            "speedup = 1 / (rest + fraction_a x keep_a + fraction_b x keep_b)",
+            {req("fraction_a", "fraction", "share of time of part a"), req("keep_a", "fraction", "part a keeps this share of its time"),
+             opt("fraction_b", "fraction", "share of time of part b", 0, false),
+             opt("keep_b", "fraction", "part b keeps this share", 1, false),
+             opt("base_ms", "ms", "time before (for time_after)")},
+            eval_amdahl};
+}
+
 std::vector<Output> eval_power(const Params& p) {
     const double n = p.at("accesses_per_s"), e = p.at("pj_per_access") * 1e-12;
     const double f = p.at("moved_fraction"), e2 = p.at("moved_pj") * 1e-12;
@@ -378,6 +538,15 @@ std::vector<Output> eval_power(const Params& p) {
             out("power_after", after, "W", "with moved_fraction of the accesses at moved_pj"),
             out("savings", before - after, "W", "power - power_after"),
             out("energy_ratio", e / (e2 > 0 ? e2 : e), "1", "pj_per_access / moved_pj")};
+}
+
+Formula movement_power_formula() {
+    return {"movement_power", "power spent moving data, and what moving some of it on chip saves",
+            "power = accesses/s x pJ per access",
+            {req("accesses_per_s", "1/s", "memory accesses per second"), req("pj_per_access", "pJ", "energy per access"),
+             opt("moved_fraction", "fraction", "share moved to the cheaper memory", 0, false),
+             opt("moved_pj", "pJ", "energy per access there", 0.5)},
+            eval_power};
 }
 
 
@@ -398,6 +567,17 @@ std::vector<Output> eval_collective(const Params& p) {
             out("launch_to_payload", launch / (bytes / bw), "1", "launch_us / (bytes / bandwidth)")};
 }
 
+Formula collective_formula() {
+    return {"collective", "time of a ring collective (allreduce, allgather, alltoall)",
+            "time = ring_factor x bytes / bandwidth + launch; allreduce ring_factor = 2 (N-1)/N",
+            {req("bytes", "bytes", "payload per GPU"), req("gpus", "count", "GPUs in the ring (N)"),
+             req("bandwidth_gbs", "GB/s", "link bandwidth per GPU"),
+             choice("op", "allreduce (default), allgather, reducescatter or alltoall",
+                    {"allreduce", "allgather", "reducescatter", "alltoall"}),
+             opt("launch_us", "us", "fixed launch latency", 0, false)},
+            eval_collective};
+}
+
 // The seeds' exposed-time test: communication leaves the critical path when
 // T_comm - T_overlap <= T_compute / N.
 std::vector<Output> eval_overlap(const Params& p) {
@@ -415,6 +595,16 @@ std::vector<Output> eval_overlap(const Params& p) {
             out("speedup", serial / overlapped, "1", "step_serial / step_overlapped")};
 }
 
+Formula overlap_formula() {
+    return {"overlap", "communication-computation overlap: the exposed-time test",
+            "hidden when T_comm - T_overlap <= T_compute / N; step = other + compute + exposed",
+            {req("comm_ms", "ms", "communication time T_comm"), req("compute_ms", "ms", "compute it can hide behind"),
+             opt("gpus", "count", "N: the compute is split over N GPUs", 1),
+             opt("overlap_ms", "ms", "communication already overlapped T_overlap", 0, false),
+             opt("other_ms", "ms", "step time that cannot overlap (e.g. forward)", 0, false)},
+            eval_overlap};
+}
+
 // Compute lost to the SMs a communication kernel occupies while it overlaps.
 std::vector<Output> eval_sm_partition(const Params& p) {
     const double sms = p.at("sms"), busy = p.at("comm_sms");
@@ -430,6 +620,14 @@ std::vector<Output> eval_sm_partition(const Params& p) {
     return o;
 }
 
+Formula sm_partition_formula() {
+    return {"sm_partition", "compute lost to the SMs a communication kernel occupies",
+            "loss = comm_sms / sms; step = max(compute / (1 - loss), comm)",
+            {req("sms", "count", "SMs of the GPU"), req("comm_sms", "count", "SMs the collective occupies"),
+             opt("compute_ms", "ms", "compute time alone"), opt("comm_ms", "ms", "communication time alone")},
+            eval_sm_partition};
+}
+
 // Paged vs contiguous KV-cache allocation for sequences of avg_tokens.
 std::vector<Output> eval_paged_kv(const Params& p) {
     const double max_t = p.at("max_tokens"), avg = p.at("avg_tokens"), page = p.at("page_tokens");
@@ -441,6 +639,15 @@ std::vector<Output> eval_paged_kv(const Params& p) {
             out("batch_gain", max_t / paged_alloc, "1", "requests that fit in the same memory, paged / contiguous")};
 }
 
+Formula paged_kv_formula() {
+    return {"paged_kv", "KV-cache waste: contiguous slabs vs pages",
+            "contiguous waste = 1 - avg / max; paged waste <= (page - 1) / (avg + page - 1)",
+            {req("max_tokens", "count", "tokens a contiguous slab reserves"),
+             req("avg_tokens", "count", "tokens a request actually holds"),
+             opt("page_tokens", "count", "tokens per page", 16)},
+            eval_paged_kv};
+}
+
 // Asymmetric (min-max) quantization of one block: scale and zero point.
 std::vector<Output> eval_quant_scale(const Params& p) {
     const double lo = p.at("x_min"), hi = p.at("x_max"), b = p.at("bits");
@@ -450,6 +657,14 @@ std::vector<Output> eval_quant_scale(const Params& p) {
             out("zero_point", std::round(-lo / s), "1", "round(-x_min / scale): the code that stores 0.0"),
             out("levels", levels, "1", "2^bits"),
             out("max_error", s / 2, "1", "scale / 2: worst rounding error inside the block")};
+}
+
+Formula quant_scale_formula() {
+    return {"quant_scale", "scale and zero point of min-max block quantization",
+            "scale = (x_max - x_min) / (2^bits - 1); zero = round(-x_min / scale); error <= scale / 2",
+            {any_sign_ok(req("x_min", "value", "smallest weight of the block")),
+             any_sign_ok(req("x_max", "value", "largest weight")), req("bits", "count", "bits per code")},
+            eval_quant_scale};
 }
 
 // The acceptance rate that gives `expected_tokens` per round (inverse of
@@ -464,6 +679,13 @@ std::vector<Output> eval_spec_acceptance(const Params& p) {
     return {out("alpha", (lo + hi) / 2, "1", "the per-token acceptance with (1 - a^(g+1)) / (1 - a) = expected_tokens"),
             out("accepted_drafts", E - 1, "1", "expected_tokens - 1: draft tokens kept per round"),
             out("draft_acceptance", (E - 1) / g, "1", "(expected_tokens - 1) / gamma: share of drafted tokens kept")};
+}
+
+Formula spec_acceptance_formula() {
+    return {"spec_acceptance", "the acceptance rate behind an expected number of tokens per round",
+            "solve (1 - a^(gamma+1)) / (1 - a) = expected_tokens for a",
+            {req("gamma", "count", "draft tokens per round"), req("expected_tokens", "tokens", "tokens per target pass")},
+            eval_spec_acceptance};
 }
 
 // Fleet MFU against the single-node MFU.
@@ -492,6 +714,17 @@ std::vector<Output> eval_scaling_tax(const Params& p) {
     return o;
 }
 
+Formula scaling_tax_formula() {
+    return {"scaling_tax", "fleet MFU against single-node MFU",
+            "tax = 1 - fleet_mfu / local_mfu; fleet_mfu = local_mfu x local_step / fleet_step",
+            {req("local_mfu", "fraction", "MFU of one node"), opt("fleet_mfu", "fraction", "MFU of the fleet"),
+             opt("local_step_ms", "ms", "step time on one node"), opt("fleet_step_ms", "ms", "step time of the fleet"),
+             opt("straggler_slowdown", "fraction", "one node this much slower (0.1 = 10%)"),
+             opt("gpus", "count", "GPUs of the fleet (for the GPU equivalent of an MFU gain)"),
+             opt("mfu_gain", "fraction", "MFU gain in points of peak (0.01 = one point)")},
+            eval_scaling_tax};
+}
+
 // Cost per 1,000 tokens of a serving replica.
 std::vector<Output> eval_serving_cost(const Params& p) {
     const double gpus = p.at("gpus");
@@ -510,6 +743,17 @@ std::vector<Output> eval_serving_cost(const Params& p) {
         o.push_back(out("implied_usd_per_gpu_hour", p.at("usd_per_1000_tokens") * tps / 1000 / gpus * 3600, "USD",
                         "the GPU-hour price that the stated cost per 1,000 tokens implies"));
     return o;
+}
+
+Formula serving_cost_formula() {
+    return {"serving_cost", "cost per 1,000 tokens from GPU count, price and throughput",
+            "USD per 1,000 tokens = usd_per_gpu_hour / 3600 x gpus x 1000 / tokens_per_s; tokens_per_s = batch / ITL",
+            {req("gpus", "count", "GPUs of the replica"), opt("tokens_per_s", "tokens/s", "aggregate throughput"),
+             opt("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
+             opt("batch", "count", "concurrent streams (with --itl_ms)", 1), opt("itl_ms", "ms", "inter-token latency"),
+             opt("usd_per_gpu_hour", "USD", "price of one GPU-hour"),
+             opt("usd_per_1000_tokens", "USD", "a stated cost (gives the implied GPU-hour price)")},
+            eval_serving_cost};
 }
 
 // Training compute (6 N D) and per-GPU state of mixed-precision Adam under ZeRO.
@@ -532,6 +776,17 @@ std::vector<Output> eval_training(const Params& p) {
     return o;
 }
 
+Formula training_formula() {
+    return {"training", "training FLOPs (6 N D) and optimizer-state memory under ZeRO",
+            "flops = 6 x params x tokens; state = params x (weight + grad + optimizer bytes), sharded by ZeRO stage",
+            {req("params", "count", "parameters N"), opt("tokens", "count", "training tokens D"),
+             opt("gpus", "count", "data-parallel ranks", 1), opt("zero_stage", "count", "0 (DDP), 1, 2 or 3", 0, false),
+             opt("weight_bytes", "bytes", "bytes per weight (BF16 2)", 2), opt("grad_bytes", "bytes", "bytes per gradient", 2),
+             opt("optimizer_bytes", "bytes", "Adam: FP32 master + m + v = 12", 12, false),
+             opt("peak_tflops", "TFLOP/s", "peak per GPU (for time)"), opt("mfu", "fraction", "model FLOPs utilization (for time)")},
+            eval_training};
+}
+
 // Activation memory of one transformer layer (Korthikanti et al. 2022, 16-bit
 // activations): s b h (34 + 5 a s / h) bytes; FlashAttention drops the 5 a s / h
 // term (scores, softmax and its dropout mask are never stored).
@@ -543,6 +798,15 @@ std::vector<Output> eval_activation(const Params& p) {
             out("total", (linear + quad) * L, "B", "per_layer x layers"),
             out("total_flash", linear * L, "B", "per_layer_flash x layers"),
             out("flash_saving", (linear + quad) / linear, "1", "per_layer / per_layer_flash = 1 + 5 a s / (34 h)")};
+}
+
+Formula activation_memory_formula() {
+    return {"activation_memory", "activation memory per layer, with and without FlashAttention",
+            "per layer = s b h (34 + 5 a s / h) bytes (16-bit); FlashAttention: 34 s b h",
+            {req("seq", "count", "sequence length s"), opt("batch", "count", "micro-batch b", 1),
+             req("hidden", "count", "hidden width h"), req("heads", "count", "attention heads a"),
+             opt("layers", "count", "layers", 1)},
+            eval_activation};
 }
 
 // Expert capacity, the load-balancing loss and AllToAll traffic of an MoE layer.
@@ -563,6 +827,18 @@ std::vector<Output> eval_moe(const Params& p) {
             out("active_fraction", k / E, "1", "top_k / experts of the expert parameters touched per token")};
 }
 
+Formula moe_formula() {
+    return {"moe", "MoE expert capacity, load-balancing loss and AllToAll bytes",
+            "capacity = ceil(cf T k / E); aux = alpha E sum f_i P_i; AllToAll = 2 T k d b (G-1)/G",
+            {req("tokens", "count", "tokens in the batch T"), req("experts", "count", "experts E"),
+             opt("top_k", "count", "experts per token k", 2), opt("capacity_factor", "x", "slots per balanced share", 1.25),
+             opt("d_model", "count", "hidden width", 4096), opt("dtype_bytes", "bytes", "bytes per element", 2),
+             opt("gpus", "count", "expert-parallel GPUs G", 8),
+             opt("top_expert_share", "fraction", "share of routing to the busiest expert (default balanced 1/E)"),
+             opt("aux_alpha", "x", "weight of the auxiliary loss", 0.01)},
+            eval_moe};
+}
+
 // Two stated numbers against each other: the share one is of the other, the
 // rest, and the ratio (percentages, "6x higher", "85 percent missing").
 std::vector<Output> eval_share(const Params& p) {
@@ -574,10 +850,26 @@ std::vector<Output> eval_share(const Params& p) {
             out("product", part * whole, d, "part x whole")};
 }
 
+Formula share_formula() {
+    return {"share", "two stated numbers against each other (percentages, ratios)",
+            "share = part / whole; rest = 1 - share; ratio = whole / part",
+            {req("part", "value", "the smaller or the later number"), req("whole", "value", "the number it is compared with"),
+             choice("dim", "unit of share, ratio and product (default 1)", {"1", "s", "B", "FLOP", "FLOP/s", "B/s", "W", "USD"})},
+            eval_share};
+}
+
 std::vector<Output> eval_sum(const Params& p) {
     double t = 0;
     for (const char* k : {"a", "b", "c", "d", "e"}) t += num_or(p, k, 0);
     return {out("total", t, "1", "a + b + c + d + e")};
+}
+
+Formula sum_formula() {
+    return {"sum", "the shares or terms a text adds up", "total = a + b + c + d + e",
+            {any_sign_ok(req("a", "value", "first term")), any_sign_ok(req("b", "value", "second term")),
+             any_sign_ok(opt("c", "value", "third term")), any_sign_ok(opt("d", "value", "fourth term")),
+             any_sign_ok(opt("e", "value", "fifth term"))},
+            eval_sum};
 }
 
 // A number one line of a text states again, read as the line it comes from
@@ -589,6 +881,15 @@ std::vector<Output> eval_restated(const Params& p) {
     const Unit* u = find_unit(p.str.at("unit"));
     if (!u || u->dim == "text") throw UsageError("--unit '" + p.str.at("unit") + "' is not a unit of `memwall calc`");
     return {out("value", v * u->factor, u->dim, "value x factor, in --unit")};
+}
+
+Formula restated_formula() {
+    return {"restated", "a number a line states again, from the line that defines it",
+            "value = value stated there x factor (unit conversion)",
+            {req("value", "value", "the number as the defining line states it"),
+             opt("factor", "x", "unit conversion to the restating line's unit", 1),
+             choice("unit", "unit of the value (default dimensionless)", unit_names())},
+            eval_restated};
 }
 
 // HBM traffic of a transformer FFN block (x @ W1, GELU, @ W2, LayerNorm), the
@@ -607,6 +908,15 @@ std::vector<Output> eval_ffn_traffic(const Params& p) {
             out("reduction", saved / unfused, "1", "share of the unfused traffic fusion removes"),
             out("kernels_unfused", 4, "1", "GEMM, GELU, GEMM, LayerNorm"),
             out("kernels_fused", kernels, "1", "gelu_epilogue: 3; both_epilogues: 2")};
+}
+
+Formula ffn_traffic_formula() {
+    return {"ffn_traffic", "HBM traffic of a transformer FFN block (GEMM, GELU, GEMM, LayerNorm), unfused vs epilogue-fused",
+            "unfused = (2 e d^2 + 4 T d + 4 e T d) b; GELU in GEMM1's epilogue saves 2 e T d b; LayerNorm in GEMM2's saves 2 T d b more",
+            {req("tokens", "count", "tokens T (batch x sequence)"), req("d_model", "count", "hidden width d"),
+             opt("expansion", "count", "FFN width / d (e)", 4), opt("dtype_bytes", "bytes", "bytes per element", 2),
+             choice("fuse", "gelu_epilogue (default) or both_epilogues", {"gelu_epilogue", "both_epilogues"})},
+            eval_ffn_traffic};
 }
 
 // Bits, mantissa and largest finite value of a number format.
@@ -631,238 +941,32 @@ const std::vector<NumberFormat>& number_formats() {
 }
 
 std::vector<Output> eval_number_format(const Params& p) {
-    const std::string& name = p.str.at("format");
-    for (auto& f : number_formats())
-        if (name == f.name)
-            return {out("bits", f.bits, "bit", "bits per value (TF32 sits in a 32-bit slot)"),
-                    out("mantissa_bits", f.mantissa, "bit", "stored fraction bits (0 for integers)"),
-                    out("max", f.max, "1", "largest finite value"),
-                    out("range_exponent", std::floor(std::log10(f.max)), "1", "floor(log10(max)): the 10^k of the range"),
-                    out("min_int", f.exponent == 0 ? -std::pow(2.0, f.bits - 1) : 0, "1", "integers: -2^(bits-1)")};
-    throw UsageError("missing required parameter --format");
+    const NumberFormat* f = find_named(number_formats(), p.str.at("format"));
+    if (!f) throw UsageError("missing required parameter --format");
+    return {out("bits", f->bits, "bit", "bits per value (TF32 sits in a 32-bit slot)"),
+            out("mantissa_bits", f->mantissa, "bit", "stored fraction bits (0 for integers)"),
+            out("max", f->max, "1", "largest finite value"),
+            out("range_exponent", std::floor(std::log10(f->max)), "1", "floor(log10(max)): the 10^k of the range"),
+            out("min_int", f->exponent == 0 ? -std::pow(2.0, f->bits - 1) : 0, "1", "integers: -2^(bits-1)")};
 }
 
+Formula number_format_formula() {
+    return {"number_format", "bits, mantissa bits and range of a number format",
+            "IEEE max = (2 - 2^-m) x 2^(2^(e-1) - 1); FP8 E4M3 max 448; INTb: -2^(b-1) .. 2^(b-1) - 1",
+            {choice("format", "the format", {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"})},
+            eval_number_format};
+}
+
+// Every formula, in the order `memwall calc --list` shows them.
 std::vector<Formula> build() {
-    std::vector<Formula> f;
-    {
-        Formula r{"ridge", "ridge point of a roofline", "ridge = peak FLOP/s / memory bandwidth B/s", peak_params(),
-                  eval_ridge};
-        f.push_back(r);
-    }
-    {
-        auto ps = peak_params();
-        ps.insert(ps.begin(), opt("intensity", "FLOP/B", "arithmetic intensity of the kernel"));
-        ps.push_back(opt("achieved_tflops", "TFLOP/s", "measured FLOP/s (observed intensity)"));
-        ps.push_back(opt("achieved_tbs", "TB/s", "measured bandwidth (utilization)"));
-        f.push_back({"roofline", "attainable FLOP/s of a kernel on a roofline",
-                     "attainable = min(peak, intensity x bandwidth); memory-bound below ridge = peak / bandwidth",
-                     ps, eval_roofline});
-    }
-    f.push_back({"gemm_intensity", "arithmetic intensity of C[m,n] = A[m,k] B[k,n]",
-                 "intensity = 2mnk / ((mk + kn + mn) x dtype_bytes)",
-                 {req("m", "count", "rows of A and C"), req("n", "count", "columns of B and C"),
-                  req("k", "count", "reduction length"), opt("dtype_bytes", "bytes", "bytes per element", 2)},
-                 eval_gemm});
-    f.push_back({"elementwise_intensity", "arithmetic intensity of an element-wise op",
-                 "intensity = flops_per_element / (dtype_bytes x (reads + writes))",
-                 {req("elements", "count", "tensor elements"), req("flops_per_element", "FLOP", "work per element"),
-                  opt("dtype_bytes", "bytes", "bytes per element", 2), opt("reads", "count", "tensors read", 1),
-                  opt("writes", "count", "tensors written", 1)},
-                 eval_elementwise});
-    f.push_back({"decode_intensity", "arithmetic intensity of one decode step at batch B",
-                 "I(B) = 2 P B / (P b_param + B d_model b_elem); time = max(bytes/BW, flops/peak)",
-                 {req("params", "count", "parameters read per step (P)"), opt("batch", "count", "requests per step (B)", 1),
-                  opt("d_model", "count", "hidden width", 4096), opt("param_bytes", "bytes", "bytes per weight", 2),
-                  opt("act_bytes", "bytes", "bytes per activation element", 2),
-                  opt("bandwidth_tbs", "TB/s", "memory bandwidth (for step time and tokens/s)"),
-                  opt("peak_tflops", "TFLOP/s", "peak compute (for step time and utilization)")},
-                 eval_decode});
-    f.push_back({"kv_cache", "KV-cache bytes (MHA / GQA / MQA) and the batch it allows",
-                 "bytes = 2 x layers x kv_heads x head_dim x tokens x dtype_bytes x batch; "
-                 "max_batch = floor((memory - weights) / cache per request), per shard",
-                 {req("layers", "count", "transformer layers"), req("head_dim", "count", "dimension of one head"),
-                  req("tokens", "count", "cached tokens per sequence"), opt("dtype_bytes", "bytes", "bytes per cached value", 2),
-                  opt("batch", "count", "sequences", 1), choice("attention", "mha, gqa or mqa", {"mha", "gqa", "mqa"}),
-                  opt("q_heads", "count", "query heads"), opt("kv_heads", "count", "K/V heads (gqa)"),
-                  opt("shards", "count", "GPUs the K/V heads are split over", 1),
-                  opt("memory_gb", "GB", "memory per shard (decimal GB) for max_batch"),
-                  opt("weights_gb", "GB", "weights per shard (decimal GB)", std::nullopt, false),
-                  opt("model_params", "count", "parameters (weights per shard = model_params x weight_bits / 8 / shards)"),
-                  opt("weight_bits", "bits", "bits per stored weight", 16),
-                  opt("reserved_tokens", "count", "tokens a contiguous slab reserves (waste_fraction)")},
-                 eval_kv});
-    f.push_back({"block_quant", "effective bits per weight of block (group) quantization",
-                 "effective_bits = bits + (scale_bits + zero_bits) / group_size",
-                 {req("bits", "bits", "payload bits per weight"), req("group_size", "count", "weights sharing one scale"),
-                  opt("scale_bits", "bits", "bits of one scale", 16, false),
-                  opt("zero_bits", "bits", "bits of one zero point", 0, false),
-                  opt("reference_bits", "bits", "the format it replaces", 16),
-                  opt("weights", "count", "weights (for bytes)"), opt("shards", "count", "GPUs they are split over", 1)},
-                 eval_quant});
-    f.push_back({"flash_attention", "HBM-visible attention state: naive (materialized S x S) vs FlashAttention",
-                 "naive = heads x (4 S d b + 4 S^2 b); flash = heads x 4 S d b; reduction = 1 + S/d",
-                 {req("seq", "count", "sequence length S"), req("heads", "count", "attention heads"),
-                  req("head_dim", "count", "head dimension d"), opt("dtype_bytes", "bytes", "bytes per element", 2),
-                  opt("block", "count", "tile edge (tile_bytes)", 128)},
-                 eval_flash});
-    f.push_back({"fusion_traffic", "HBM traffic of a chain of ops unfused vs fused",
-                 "intermediate traffic = 2 x intermediates x elements x dtype_bytes; "
-                 "unfused = extra + (2 + 2k) x tensor, fused = extra + 2 x tensor",
-                 {req("elements", "count", "elements of one activation tensor"),
-                  opt("dtype_bytes", "bytes", "bytes per element", 2),
-                  opt("intermediates", "count", "tensors the unfused chain writes and rereads (k)", 2),
-                  opt("extra_bytes", "bytes", "traffic both versions pay (e.g. GEMM weights)", 0, false),
-                  opt("layers", "count", "layers (for the all-layer total)", 1)},
-                 eval_fusion});
-    f.push_back({"speculative", "expected tokens per target pass in speculative decoding",
-                 "E = (1 - alpha^(gamma+1)) / (1 - alpha); time per token = (draft + verify) / E",
-                 {req("alpha", "probability", "acceptance rate of one draft token"),
-                  req("gamma", "count", "draft tokens per round"),
-                  opt("draft_ms", "ms", "draft time per round", std::nullopt, false),
-                  opt("verify_ms", "ms", "target verification pass"),
-                  opt("baseline_ms", "ms", "one plain decode step (for speedup)"),
-                  opt("measured_tokens_per_pass", "x", "tokens per target pass a run measured, printed beside the prediction"),
-                  opt("measured_speedup", "x", "speedup a run measured, printed beside the prediction")},
-                 eval_spec});
-    // alpha may be 0 (every draft rejected): allow >= 0.
-    f.back().params[0].positive = false;
-    f.push_back({"checkpoint", "activation memory with a checkpoint every k layers (sqrt-N scheme)",
-                 "stored = ceil(N/k) x checkpoint bytes + k x per-layer bytes; extra compute = recomputed forward / (forward + backward)",
-                 {req("layers", "count", "layers N"), opt("activation_bytes", "bytes", "activation bytes per layer", 1),
-                  opt("checkpoint_bytes", "bytes", "bytes of one checkpoint, a block's input (default: activation_bytes)"),
-                  opt("every", "count", "checkpoint every k layers (default round(sqrt(N)))"),
-                  opt("backward_ratio", "x", "backward cost / forward cost", 2)},
-                 eval_checkpoint});
-    f.push_back({"iron_law", "execution time = data + compute + overhead (the seeds' ML iron law)",
-                 "T = D/BW + O/(R_peak eta) + L (or max(D/BW, O/(R eta)) + L with --overlap 1)",
-                 {opt("bytes", "bytes", "data volume D"), opt("elements", "count", "or D = elements x dtype_bytes x copies"),
-                  opt("dtype_bytes", "bytes", "bytes per element", 2), opt("copies", "count", "times the data crosses", 1),
-                  opt("bandwidth_gbs", "GB/s", "bandwidth BW"), opt("flops", "FLOP", "operations O"),
-                  opt("peak_tflops", "TFLOP/s", "R_peak"), opt("efficiency", "fraction", "eta", 1),
-                  opt("compute_us", "us", "compute time given directly", std::nullopt, false),
-                  opt("latency_us", "us", "fixed overhead L", std::nullopt, false),
-                  opt("launches", "count", "kernel launches", 0, false), opt("launch_us", "us", "overhead per launch", 0, false),
-                  opt("overlap", "0|1", "1: data and compute overlap", 0, false)},
-                 eval_iron});
-    f.push_back({"amdahl", "speedup when parts of the time shrink",
-                 "speedup = 1 / (rest + fraction_a x keep_a + fraction_b x keep_b)",
-                 {req("fraction_a", "fraction", "share of time of part a"), req("keep_a", "fraction", "part a keeps this share of its time"),
-                  opt("fraction_b", "fraction", "share of time of part b", 0, false),
-                  opt("keep_b", "fraction", "part b keeps this share", 1, false),
-                  opt("base_ms", "ms", "time before (for time_after)")},
-                 eval_amdahl});
-    f.push_back({"movement_power", "power spent moving data, and what moving some of it on chip saves",
-                 "power = accesses/s x pJ per access",
-                 {req("accesses_per_s", "1/s", "memory accesses per second"), req("pj_per_access", "pJ", "energy per access"),
-                  opt("moved_fraction", "fraction", "share moved to the cheaper memory", 0, false),
-                  opt("moved_pj", "pJ", "energy per access there", 0.5)},
-                 eval_power});
-    f.push_back({"collective", "time of a ring collective (allreduce, allgather, alltoall)",
-                 "time = ring_factor x bytes / bandwidth + launch; allreduce ring_factor = 2 (N-1)/N",
-                 {req("bytes", "bytes", "payload per GPU"), req("gpus", "count", "GPUs in the ring (N)"),
-                  req("bandwidth_gbs", "GB/s", "link bandwidth per GPU"),
-                  choice("op", "allreduce (default), allgather, reducescatter or alltoall",
-                         {"allreduce", "allgather", "reducescatter", "alltoall"}),
-                  opt("launch_us", "us", "fixed launch latency", 0, false)},
-                 eval_collective});
-    f.push_back({"overlap", "communication-computation overlap: the exposed-time test",
-                 "hidden when T_comm - T_overlap <= T_compute / N; step = other + compute + exposed",
-                 {req("comm_ms", "ms", "communication time T_comm"), req("compute_ms", "ms", "compute it can hide behind"),
-                  opt("gpus", "count", "N: the compute is split over N GPUs", 1),
-                  opt("overlap_ms", "ms", "communication already overlapped T_overlap", 0, false),
-                  opt("other_ms", "ms", "step time that cannot overlap (e.g. forward)", 0, false)},
-                 eval_overlap});
-    f.push_back({"sm_partition", "compute lost to the SMs a communication kernel occupies",
-                 "loss = comm_sms / sms; step = max(compute / (1 - loss), comm)",
-                 {req("sms", "count", "SMs of the GPU"), req("comm_sms", "count", "SMs the collective occupies"),
-                  opt("compute_ms", "ms", "compute time alone"), opt("comm_ms", "ms", "communication time alone")},
-                 eval_sm_partition});
-    f.push_back({"paged_kv", "KV-cache waste: contiguous slabs vs pages",
-                 "contiguous waste = 1 - avg / max; paged waste <= (page - 1) / (avg + page - 1)",
-                 {req("max_tokens", "count", "tokens a contiguous slab reserves"),
-                  req("avg_tokens", "count", "tokens a request actually holds"),
-                  opt("page_tokens", "count", "tokens per page", 16)},
-                 eval_paged_kv});
-    f.push_back({"quant_scale", "scale and zero point of min-max block quantization",
-                 "scale = (x_max - x_min) / (2^bits - 1); zero = round(-x_min / scale); error <= scale / 2",
-                 {req("x_min", "value", "smallest weight of the block"), req("x_max", "value", "largest weight"),
-                  req("bits", "count", "bits per code")},
-                 eval_quant_scale});
-    for (auto& ps : f.back().params) ps.any_sign = ps.unit == "value";
-    f.push_back({"spec_acceptance", "the acceptance rate behind an expected number of tokens per round",
-                 "solve (1 - a^(gamma+1)) / (1 - a) = expected_tokens for a",
-                 {req("gamma", "count", "draft tokens per round"), req("expected_tokens", "tokens", "tokens per target pass")},
-                 eval_spec_acceptance});
-    f.push_back({"scaling_tax", "fleet MFU against single-node MFU",
-                 "tax = 1 - fleet_mfu / local_mfu; fleet_mfu = local_mfu x local_step / fleet_step",
-                 {req("local_mfu", "fraction", "MFU of one node"), opt("fleet_mfu", "fraction", "MFU of the fleet"),
-                  opt("local_step_ms", "ms", "step time on one node"), opt("fleet_step_ms", "ms", "step time of the fleet"),
-                  opt("straggler_slowdown", "fraction", "one node this much slower (0.1 = 10%)"),
-                  opt("gpus", "count", "GPUs of the fleet (for the GPU equivalent of an MFU gain)"),
-                  opt("mfu_gain", "fraction", "MFU gain in points of peak (0.01 = one point)")},
-                 eval_scaling_tax});
-    f.push_back({"serving_cost", "cost per 1,000 tokens from GPU count, price and throughput",
-                 "USD per 1,000 tokens = usd_per_gpu_hour / 3600 x gpus x 1000 / tokens_per_s; tokens_per_s = batch / ITL",
-                 {req("gpus", "count", "GPUs of the replica"), opt("tokens_per_s", "tokens/s", "aggregate throughput"),
-                  opt("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
-                  opt("batch", "count", "concurrent streams (with --itl_ms)", 1), opt("itl_ms", "ms", "inter-token latency"),
-                  opt("usd_per_gpu_hour", "USD", "price of one GPU-hour"),
-                  opt("usd_per_1000_tokens", "USD", "a stated cost (gives the implied GPU-hour price)")},
-                 eval_serving_cost});
-    f.push_back({"training", "training FLOPs (6 N D) and optimizer-state memory under ZeRO",
-                 "flops = 6 x params x tokens; state = params x (weight + grad + optimizer bytes), sharded by ZeRO stage",
-                 {req("params", "count", "parameters N"), opt("tokens", "count", "training tokens D"),
-                  opt("gpus", "count", "data-parallel ranks", 1), opt("zero_stage", "count", "0 (DDP), 1, 2 or 3", 0, false),
-                  opt("weight_bytes", "bytes", "bytes per weight (BF16 2)", 2), opt("grad_bytes", "bytes", "bytes per gradient", 2),
-                  opt("optimizer_bytes", "bytes", "Adam: FP32 master + m + v = 12", 12, false),
-                  opt("peak_tflops", "TFLOP/s", "peak per GPU (for time)"), opt("mfu", "fraction", "model FLOPs utilization (for time)")},
-                 eval_training});
-    f.push_back({"activation_memory", "activation memory per layer, with and without FlashAttention",
-                 "per layer = s b h (34 + 5 a s / h) bytes (16-bit); FlashAttention: 34 s b h",
-                 {req("seq", "count", "sequence length s"), opt("batch", "count", "micro-batch b", 1),
-                  req("hidden", "count", "hidden width h"), req("heads", "count", "attention heads a"),
-                  opt("layers", "count", "layers", 1)},
-                 eval_activation});
-    f.push_back({"moe", "MoE expert capacity, load-balancing loss and AllToAll bytes",
-                 "capacity = ceil(cf T k / E); aux = alpha E sum f_i P_i; AllToAll = 2 T k d b (G-1)/G",
-                 {req("tokens", "count", "tokens in the batch T"), req("experts", "count", "experts E"),
-                  opt("top_k", "count", "experts per token k", 2), opt("capacity_factor", "x", "slots per balanced share", 1.25),
-                  opt("d_model", "count", "hidden width", 4096), opt("dtype_bytes", "bytes", "bytes per element", 2),
-                  opt("gpus", "count", "expert-parallel GPUs G", 8),
-                  opt("top_expert_share", "fraction", "share of routing to the busiest expert (default balanced 1/E)"),
-                  opt("aux_alpha", "x", "weight of the auxiliary loss", 0.01)},
-                 eval_moe});
-    f.push_back({"share", "two stated numbers against each other (percentages, ratios)",
-                 "share = part / whole; rest = 1 - share; ratio = whole / part",
-                 {req("part", "value", "the smaller or the later number"), req("whole", "value", "the number it is compared with"),
-                  choice("dim", "unit of share, ratio and product (default 1)", {"1", "s", "B", "FLOP", "FLOP/s", "B/s", "W", "USD"})},
-                 eval_share});
-    f.push_back({"sum", "the shares or terms a text adds up", "total = a + b + c + d + e",
-                 {req("a", "value", "first term"), req("b", "value", "second term"), opt("c", "value", "third term"),
-                  opt("d", "value", "fourth term"), opt("e", "value", "fifth term")},
-                 eval_sum});
-    for (auto& ps : f.back().params) ps.any_sign = true;
-    f.push_back({"restated", "a number a line states again, from the line that defines it",
-                 "value = value stated there x factor (unit conversion)",
-                 {req("value", "value", "the number as the defining line states it"),
-                  opt("factor", "x", "unit conversion to the restating line's unit", 1),
-                  choice("unit", "unit of the value (default dimensionless)", unit_names())},
-                 eval_restated});
-    f.push_back({"ffn_traffic", "HBM traffic of a transformer FFN block (GEMM, GELU, GEMM, LayerNorm), unfused vs epilogue-fused",
-                 "unfused = (2 e d^2 + 4 T d + 4 e T d) b; GELU in GEMM1's epilogue saves 2 e T d b; LayerNorm in GEMM2's saves 2 T d b more",
-                 {req("tokens", "count", "tokens T (batch x sequence)"), req("d_model", "count", "hidden width d"),
-                  opt("expansion", "count", "FFN width / d (e)", 4), opt("dtype_bytes", "bytes", "bytes per element", 2),
-                  choice("fuse", "gelu_epilogue (default) or both_epilogues", {"gelu_epilogue", "both_epilogues"})},
-                 eval_ffn_traffic});
-    f.push_back({"number_format", "bits, mantissa bits and range of a number format",
-                 "IEEE max = (2 - 2^-m) x 2^(2^(e-1) - 1); FP8 E4M3 max 448; INTb: -2^(b-1) .. 2^(b-1) - 1",
-                 {choice("format", "the format", {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"})},
-                 eval_number_format});
-    // --gpu choices are the spec table's names (matched loosely by find_gpu_spec).
-    for (auto& fm : f)
-        for (auto& ps : fm.params)
-            if (ps.name == "gpu") ps.choices = gpu_names();
-    return f;
+    return {ridge_formula(), roofline_formula(), gemm_intensity_formula(), elementwise_intensity_formula(),
+            decode_intensity_formula(), kv_cache_formula(), block_quant_formula(), flash_attention_formula(),
+            fusion_traffic_formula(), speculative_formula(), checkpoint_formula(), iron_law_formula(),
+            amdahl_formula(), movement_power_formula(), collective_formula(), overlap_formula(),
+            sm_partition_formula(), paged_kv_formula(), quant_scale_formula(), spec_acceptance_formula(),
+            scaling_tax_formula(), serving_cost_formula(), training_formula(), activation_memory_formula(),
+            moe_formula(), share_formula(), sum_formula(), restated_formula(), ffn_traffic_formula(),
+            number_format_formula()};
 }
 
 }  // namespace
@@ -872,11 +976,7 @@ const std::vector<Formula>& formulas() {
     return f;
 }
 
-const Formula* find_formula(const std::string& name) {
-    for (auto& f : formulas())
-        if (f.name == name) return &f;
-    return nullptr;
-}
+const Formula* find_formula(const std::string& name) { return find_named(formulas(), name); }
 
 std::vector<std::string> formula_names() {
     std::vector<std::string> v;
@@ -887,9 +987,7 @@ std::vector<std::string> formula_names() {
 Params resolve_params(const Formula& f, const std::map<std::string, std::string>& raw) {
     Params p;
     for (auto& [k, v] : raw) {
-        const ParamSpec* spec = nullptr;
-        for (auto& s : f.params)
-            if (s.name == k) spec = &s;
+        const ParamSpec* spec = find_named(f.params, k);
         if (!spec) {
             std::vector<std::string> names;
             for (auto& s : f.params) names.push_back(s.name);
@@ -933,11 +1031,7 @@ std::vector<Output> evaluate(const Formula& f, const std::map<std::string, std::
     return f.eval(resolve_params(f, raw));
 }
 
-const Output* find_output(const std::vector<Output>& outs, const std::string& name) {
-    for (auto& o : outs)
-        if (o.name == name) return &o;
-    return nullptr;
-}
+const Output* find_output(const std::vector<Output>& outs, const std::string& name) { return find_named(outs, name); }
 
 // ---- units -----------------------------------------------------------------
 
@@ -964,11 +1058,7 @@ const std::vector<Unit>& units() {
 }
 }  // namespace
 
-const Unit* find_unit(const std::string& name) {
-    for (auto& u : units())
-        if (u.name == name) return &u;
-    return nullptr;
-}
+const Unit* find_unit(const std::string& name) { return find_named(units(), name); }
 
 std::vector<std::string> unit_names() {
     std::vector<std::string> v;

@@ -712,6 +712,121 @@ double ping_overhead(Session& trusted) {
     return best;
 }
 
+// The speed test's two sides: the submission's session and the reference's
+// worker. Every submission time is the grader's clock around the call minus
+// the empty round trip (`overhead`); the reference's too, unless time_call,
+// when its worker's own time of its variant's run() is taken.
+struct SpeedRace {
+    Session& s;
+    Session& r;
+    const Exercise& x;
+    const Op& op;
+    const Shape& shape;
+    const Seed& seed;
+    bool time_call;
+    double overhead;
+
+    double sub_seconds(const Outcome& o) const { return std::max(o.wall_s - overhead, 1e-9); }
+    double ref_seconds(const Outcome& o) const {
+        if (time_call) {
+            if (!(o.device_s > 0 && o.device_s <= o.wall_s))
+                throw GraderError("the reference worker reported no time for its call");
+            return o.device_s;
+        }
+        return std::max(o.wall_s - overhead, 1e-9);
+    }
+    Outcome ref_call(CallData& c) {
+        Outcome o = run_call(r, &c);
+        if (!o.ok && r.worker.pid < 0) o = run_call(r, &c);  // one restart
+        if (!o.ok) throw GraderError("the reference worker failed: " + o.message);
+        return o;
+    }
+};
+
+// What the rounds measured: each side's best and per-round times, the timed
+// seconds spent, and the rounds and submission calls made.
+struct SpeedTimes {
+    double best_ref = 1e30, best_sub = 1e30, spent = 0;
+    std::vector<double> refs, subs;
+    int rounds = 0, calls = 0;
+};
+
+// A round: a burst of calls from each side on the same fresh inputs, the
+// side that goes first alternating. Within a burst a side's threads stay
+// warm; a burst starts when the other side's are asleep. Returns why the
+// submission failed, or "".
+std::string speed_round(SpeedRace& race, SpeedTimes& t) {
+    const int round = t.rounds;
+    std::vector<CallData> cs, cr;
+    for (int i = 0; i < kBurst; ++i) {
+        const std::uint64_t sd = call_seed(race.seed, "speed/round", round * kBurst + i);
+        cs.push_back(make_call(race.x, race.op, race.shape, sd)), cr.push_back(make_call(race.x, race.op, race.shape, sd));
+    }
+    double t_ref = 1e30, t_sub = 1e30;
+    auto ref_burst = [&] {
+        wait_idle(race.s);
+        for (auto& c : cr) t_ref = std::min(t_ref, race.ref_seconds(race.ref_call(c)));
+    };
+    if (round % 2 == 0) ref_burst();
+    wait_idle(race.r);
+    for (auto& c : cs) {
+        const Outcome o = run_call(race.s, &c);
+        ++t.calls;
+        if (!o.ok) return "timed call " + std::to_string(t.calls) + ": " + o.message;
+        t_sub = std::min(t_sub, race.sub_seconds(o));
+    }
+    if (round % 2 == 1) ref_burst();
+    for (int i = 0; i < kBurst; ++i)
+        if (const std::string m = compare_with_reference(race.op, cs[i].p, cr[i].p, race.x.oracle == "reference");
+            !m.empty())
+            return "timed call " + std::to_string(t.calls - kBurst + i + 1) +
+                   " disagrees with the reference variant on the same inputs: " + m;
+    if (std::getenv("MEMWALL_GRADE_DEBUG"))
+        std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", round, t_ref * 1e3, t_sub * 1e3);
+    t.best_ref = std::min(t.best_ref, t_ref), t.best_sub = std::min(t.best_sub, t_sub);
+    t.refs.push_back(t_ref), t.subs.push_back(t_sub);
+    t.spent += kBurst * (t_sub + t_ref);
+    return "";
+}
+
+// Rounds until both bests are confirmed (a second round within 10%: one
+// lucky or unlucky sample doesn't decide the score) and the time budget is
+// spent, or the round limit. Returns why the submission failed, or "".
+std::string speed_rounds(SpeedRace& race, SpeedTimes& t) {
+    auto settled = [&] {
+        return (confirmed(t.refs) && confirmed(t.subs) && t.spent >= kSpeedBudgetS) || t.spent >= kSpeedMaxS;
+    };
+    for (; t.rounds < race.x.max_rounds && (t.rounds < kMinRounds || !settled()); ++t.rounds) {
+        if (const std::string m = speed_round(race, t); !m.empty()) return m;
+        // Far below the floor, more rounds change nothing, once the
+        // reference's best is confirmed (one slow round of the reference,
+        // say while a neighbour held a core, must not lift the ratio).
+        if (t.rounds + 1 >= kMinRounds && confirmed(t.refs) && t.best_ref / t.best_sub < race.x.floor_ratio / 2) {
+            ++t.rounds;
+            break;
+        }
+    }
+    return "";
+}
+
+// The score from the ratio of the two bests, and the words that explain it.
+std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, const Variant& ref, const Shape& shape,
+                                           const SpeedTimes& t, json& info, double overhead) {
+    const double ratio = t.best_ref / t.best_sub, flops = op.flops ? op.flops(shape) : 0;
+    const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
+    info.update({{"reference_best_s", t.best_ref}, {"submission_best_s", t.best_sub}, {"ratio", ratio},
+                 {"rounds", t.rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
+                 {"reference_gflops", flops / t.best_ref * 1e-9}, {"submission_gflops", flops / t.best_sub * 1e-9}});
+    std::string out = "best of " + std::to_string(t.rounds) + " interleaved rounds of " + std::to_string(kBurst) +
+                      " calls a side, fresh inputs each call, every time taken by the grader: reference '" +
+                      ref.name + "' " + fmt("%.4g", t.best_ref * 1e3) + " ms (" +
+                      fmt("%.1f", flops / t.best_ref * 1e-9) + " GFLOP/s), submission " +
+                      fmt("%.4g", t.best_sub * 1e3) + " ms (" + fmt("%.1f", flops / t.best_sub * 1e-9) +
+                      " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
+                      fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+    return {score, out};
+}
+
 json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& oracle, const Variant& ref, Backend b,
                  const Seed& seed, bool all_correct) {
     const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes, op.flag_axes);
@@ -744,98 +859,19 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
         release(r.shm);
     };
     try {
-        const double overhead = ping_overhead(r);
-        auto sub_seconds = [&](const Outcome& o) { return std::max(o.wall_s - overhead, 1e-9); };
-        auto ref_seconds = [&](const Outcome& o) {
-            if (time_call) {
-                if (!(o.device_s > 0 && o.device_s <= o.wall_s))
-                    throw GraderError("the reference worker reported no time for its call");
-                return o.device_s;
-            }
-            return std::max(o.wall_s - overhead, 1e-9);
-        };
-        auto ref_call = [&](CallData& c) {
-            Outcome o = run_call(r, &c);
-            if (!o.ok && r.worker.pid < 0) o = run_call(r, &c);  // one restart
-            if (!o.ok) throw GraderError("the reference worker failed: " + o.message);
-            return o;
-        };
+        SpeedRace race{s, r, x, op, shape, seed, time_call, ping_overhead(r)};
         {  // warm the reference's threads and pages, as the check call warmed the submission's
             CallData w = make_call(x, op, shape, call_seed(seed, "speed/warm", 0));
-            ref_call(w);
+            race.ref_call(w);
         }
-        double best_ref = 1e30, best_sub = 1e30, spent = 0;
-        std::vector<double> refs, subs;
-        int rounds = 0, calls = 0;
-        // Stop when both bests are confirmed (a second round within 10%: one
-        // lucky or unlucky sample doesn't decide the score) and the time budget
-        // is spent, or at the round limit.
-        auto settled = [&] {
-            return (confirmed(refs) && confirmed(subs) && spent >= kSpeedBudgetS) || spent >= kSpeedMaxS;
-        };
-        for (; rounds < x.max_rounds && (rounds < kMinRounds || !settled()); ++rounds) {
-            // A round: a burst of calls from each side on the same fresh inputs,
-            // the side that goes first alternating. Within a burst a side's
-            // threads stay warm; a burst starts when the other side's are asleep.
-            std::vector<CallData> cs, cr;
-            for (int i = 0; i < kBurst; ++i) {
-                const std::uint64_t sd = call_seed(seed, "speed/round", rounds * kBurst + i);
-                cs.push_back(make_call(x, op, shape, sd)), cr.push_back(make_call(x, op, shape, sd));
-            }
-            double t_ref = 1e30, t_sub = 1e30;
-            auto ref_burst = [&] {
-                wait_idle(s);
-                for (auto& c : cr) t_ref = std::min(t_ref, ref_seconds(ref_call(c)));
-            };
-            if (rounds % 2 == 0) ref_burst();
-            wait_idle(r);
-            for (auto& c : cs) {
-                const Outcome o = run_call(s, &c);
-                ++calls;
-                if (!o.ok) {
-                    finish();
-                    return result(false, 0, "timed call " + std::to_string(calls) + ": " + o.message);
-                }
-                t_sub = std::min(t_sub, sub_seconds(o));
-            }
-            if (rounds % 2 == 1) ref_burst();
-            for (int i = 0; i < kBurst; ++i)
-                if (const std::string m = compare_with_reference(op, cs[i].p, cr[i].p, x.oracle == "reference");
-                    !m.empty()) {
-                    finish();
-                    return result(false, 0, "timed call " + std::to_string(calls - kBurst + i + 1) +
-                                                " disagrees with the reference variant on the same inputs: " + m);
-                }
-            if (std::getenv("MEMWALL_GRADE_DEBUG"))
-                std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", rounds, t_ref * 1e3, t_sub * 1e3);
-            best_ref = std::min(best_ref, t_ref), best_sub = std::min(best_sub, t_sub);
-            refs.push_back(t_ref), subs.push_back(t_sub);
-            spent += kBurst * (t_sub + t_ref);
-            // Far below the floor, more rounds change nothing, once the
-            // reference's best is confirmed (one slow round of the reference,
-            // say while a neighbour held a core, must not lift the ratio).
-            if (rounds + 1 >= kMinRounds && confirmed(refs) && best_ref / best_sub < x.floor_ratio / 2) {
-                ++rounds;
-                break;
-            }
-        }
+        SpeedTimes t;
+        const std::string failed = speed_rounds(race, t);
         finish();
+        if (!failed.empty()) return result(false, 0, failed);
         if (const Outcome o = checked_call(s, x, op, oracle, shape, call_seed(seed, "speed/after", 0)); !o.ok)
             return result(false, 0, "wrong at the speed shape after timing: " + o.message);
-
-        const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
-        const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
-        info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
-                     {"rounds", rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
-                     {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
-        std::string out = "best of " + std::to_string(rounds) + " interleaved rounds of " + std::to_string(kBurst) +
-                          " calls a side, fresh inputs each call, every time taken by the grader: reference '" +
-                          ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
-                          fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
-                          fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
-                          " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
-                          fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
-        return result(ratio >= x.full_credit_ratio, score, out);
+        const auto [score, out] = speed_score(x, op, ref, shape, t, info, race.overhead);
+        return result(t.best_ref / t.best_sub >= x.full_credit_ratio, score, out);
     } catch (const GraderError& e) {
         finish();
         json t = result(false, 0, std::string("not graded: ") + e.what() +

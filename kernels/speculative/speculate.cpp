@@ -116,133 +116,202 @@ double Speculator::time_draft_step(int reps) {
     return time_step(*draft_, *dstore_, B_, max_len_, reps);
 }
 
-void Speculator::generate(const int* prompts, int P, int n_new, int* out, const SpecOptions& o, Counts* counts) {
-    using clock = std::chrono::steady_clock;
-    const int V = tc_.vocab, B = B_;
-    const int K = draft_ ? o.K : 0;
+namespace {
+
+// One decoder step's rows: sequence, position, token.
+struct Rows {
+    std::vector<int> seq, pos, tok;
+    void clear() { seq.clear(), pos.clear(), tok.clear(); }
+    void add(int b, int at, int token) { seq.push_back(b), pos.push_back(at), tok.push_back(token); }
+    int size() const { return int(seq.size()); }
+    const float* step(model::cpu::Decoder& dec) const { return dec.step(size(), seq.data(), pos.data(), tok.data()); }
+};
+
+// One sequence through the rounds.
+struct Sequence {
+    std::vector<int> tokens;  // the prompt, then what was emitted
+    int* out = nullptr;       // its row of the output
+    int emitted = 0, round = 0;
+    int k = 0;                // draft tokens this round
+    std::vector<int> drafts;
+    std::vector<double> q, p;  // this round's draft [k][V] and target [k + 1][V] distributions
+    int last_row = 0;          // its last row in a draft step
+};
+
+// What one generate() call's steps share.
+struct Loop {
+    model::cpu::Decoder& target;
+    model::cpu::Decoder* draft;
+    kv_cache::KvStore& tstore;
+    kv_cache::KvStore* dstore;
+    RoundFn round_fn;
+    int V, max_len, n_new;
+    const SpecOptions& o;
+    Counts& c;
+    std::vector<Sequence> seqs;
+    std::vector<double> u;  // the acceptance tests' uniforms of one sequence-round
+    Rows rows;
+};
+
+// Sequence b's seeded uniforms: stream 4b + 0 the draft's draws, 4b + 1 the
+// acceptance tests (index 80 round + j), 4b + 2 the round's last draw.
+double draft_uniform(const Loop& l, int b, int j) {
+    return uniform(l.o.seed, std::uint64_t(b) * 4 + 0, std::uint64_t(l.seqs[b].round) * 80 + j);
+}
+double accept_uniform(const Loop& l, int b, int j) {
+    return uniform(l.o.seed, std::uint64_t(b) * 4 + 1, std::uint64_t(l.seqs[b].round) * 80 + j);
+}
+double last_uniform(const Loop& l, int b) { return uniform(l.o.seed, std::uint64_t(b) * 4 + 2, std::uint64_t(l.seqs[b].round)); }
+
+void check_arguments(int P, int n_new, int K, int asked_K, int max_len) {
     if (P < 1 || n_new < 1) throw std::invalid_argument("speculative decoding needs a prompt and at least one new token");
-    if (K < 0 || K > 64) throw std::invalid_argument("K = " + std::to_string(o.K) + "; valid: 1..64");
-    if (P + n_new + K + 1 > max_len_)
+    if (K < 0 || K > 64) throw std::invalid_argument("K = " + std::to_string(asked_K) + "; valid: 1..64");
+    if (P + n_new + K + 1 > max_len)
         throw std::invalid_argument("prompt + tokens + K + 1 = " + std::to_string(P + n_new + K + 1) +
-                                    " positions exceed the caches' " + std::to_string(max_len_));
-    Counts c;
-    const auto t_start = clock::now();
-    // Sequences restart in fresh slots every call.
-    std::vector<std::vector<int>> seq(static_cast<std::size_t>(B));
+                                    " positions exceed the caches' " + std::to_string(max_len));
+}
+
+// Sequences restart in fresh slots every call.
+void open_sequences(Loop& l, const int* prompts, int P) {
+    const int B = int(l.seqs.size());
     for (int b = 0; b < B; ++b) {
-        seq[std::size_t(b)].assign(prompts + std::size_t(b) * P, prompts + std::size_t(b + 1) * P);
-        for (auto* st : {tstore_.get(), dstore_.get()}) {
+        Sequence& s = l.seqs[b];
+        s.tokens.assign(prompts + std::size_t(b) * P, prompts + std::size_t(b + 1) * P);
+        for (auto* st : {&l.tstore, l.dstore}) {
             if (!st) continue;
             if (st->is_open(b)) st->close(b);
-            if (!st->open(b, max_len_)) throw std::runtime_error("speculative decoding: no cache slot for sequence " + std::to_string(b));
+            if (!st->open(b, l.max_len)) throw std::runtime_error("speculative decoding: no cache slot for sequence " + std::to_string(b));
         }
     }
-    std::vector<int> rs, rp, rt;  // one step's rows: sequence, position, token
-    // Prefill: every prompt token but the last, which each round feeds.
-    if (P > 1) {
-        const auto t0 = clock::now();
-        for (auto* dec : {target_.get(), draft_.get()}) {
-            if (!dec) continue;
-            rs.clear(), rp.clear(), rt.clear();
-            for (int b = 0; b < B; ++b)
-                for (int i = 0; i < P - 1; ++i) rs.push_back(b), rp.push_back(i), rt.push_back(seq[std::size_t(b)][std::size_t(i)]);
-            dec->step(int(rs.size()), rs.data(), rp.data(), rt.data());
-        }
-        c.prefill_s = seconds_since(t0);
+}
+
+// Prefill: every prompt token but the last, which each round feeds.
+void prefill(Loop& l, int P) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto* dec : {&l.target, l.draft}) {
+        if (!dec) continue;
+        l.rows.clear();
+        for (int b = 0; b < int(l.seqs.size()); ++b)
+            for (int i = 0; i < P - 1; ++i) l.rows.add(b, i, l.seqs[b].tokens[i]);
+        l.rows.step(*dec);
     }
-    std::vector<int> emitted(std::size_t(B), 0), Kb(std::size_t(B), 0), round_no(std::size_t(B), 0);
-    std::vector<std::vector<int>> drafts(static_cast<std::size_t>(B));
-    std::vector<std::vector<double>> q(static_cast<std::size_t>(B)), p(static_cast<std::size_t>(B));
-    std::vector<int> last_row(static_cast<std::size_t>(B));
-    std::vector<double> u(static_cast<std::size_t>(std::max(K, 1)));
-    for (;;) {
-        std::vector<int> active;
-        for (int b = 0; b < B; ++b)
-            if (emitted[std::size_t(b)] < n_new) active.push_back(b);
-        if (active.empty()) break;
-        int Kmax = 0;
-        for (int b : active) {
-            // No draft past the last token wanted (the round's own target token ends it).
-            Kb[std::size_t(b)] = std::min(K, n_new - emitted[std::size_t(b)] - 1);
-            Kmax = std::max(Kmax, Kb[std::size_t(b)]);
-            drafts[std::size_t(b)].clear();
-            q[std::size_t(b)].assign(std::size_t(Kb[std::size_t(b)]) * V, 0.0);
-        }
-        // Draft: step j proposes position L - 1 + j + 1 of each sequence.
-        for (int j = 0; j < Kmax; ++j) {
-            const auto t0 = clock::now();
-            rs.clear(), rp.clear(), rt.clear();
-            for (int b : active) {
-                if (j >= Kb[std::size_t(b)]) continue;
-                const auto& s = seq[std::size_t(b)];
-                const int L = int(s.size());
-                // Positions the draft has not seen, up to the last token + j drafts.
-                for (int at = dstore_->written(b); at <= L - 1 + j; ++at)
-                    rs.push_back(b), rp.push_back(at), rt.push_back(at < L ? s[std::size_t(at)] : drafts[std::size_t(b)][std::size_t(at - L)]);
-                last_row[std::size_t(b)] = int(rs.size()) - 1;
-            }
-            const float* z = draft_->step(int(rs.size()), rs.data(), rp.data(), rt.data());
-            ++c.draft_passes;
-            for (int b : active) {
-                if (j >= Kb[std::size_t(b)]) continue;
-                const auto probs = model::sampling_probs(z + std::size_t(last_row[std::size_t(b)]) * V, V, o.temperature, o.top_k);
-                std::copy(probs.begin(), probs.end(), q[std::size_t(b)].begin() + std::ptrdiff_t(j) * V);
-                const double r = uniform(o.seed, std::uint64_t(b) * 4 + 0, std::uint64_t(round_no[std::size_t(b)]) * 80 + j);
-                drafts[std::size_t(b)].push_back(draw(probs.data(), V, r));
-            }
-            c.draft_s += seconds_since(t0);
-        }
-        // Verify: the last kept token and the drafts, appended where the
-        // target's cache ends, in one step for the whole batch.
-        {
-            const auto t0 = clock::now();
-            rs.clear(), rp.clear(), rt.clear();
-            for (int b : active) {
-                const auto& s = seq[std::size_t(b)];
-                const int at = tstore_->written(b);
-                rs.push_back(b), rp.push_back(at), rt.push_back(s.back());
-                for (int j = 0; j < Kb[std::size_t(b)]; ++j) rs.push_back(b), rp.push_back(at + 1 + j), rt.push_back(drafts[std::size_t(b)][std::size_t(j)]);
-            }
-            for (std::size_t i = 0; i < rp.size(); ++i)
-                if (rp[i] >= max_len_)
-                    throw std::runtime_error("speculative decoding: sequence " + std::to_string(rs[i]) + " reached position " +
-                                             std::to_string(rp[i]) + " of " + std::to_string(max_len_) +
-                                             " (a cache that is not rolled back grows past its slot)");
-            const float* z = target_->step(int(rs.size()), rs.data(), rp.data(), rt.data());
-            ++c.target_passes;
-            std::size_t row = 0;
-            for (int b : active) {
-                auto& pb = p[std::size_t(b)];
-                pb.assign(std::size_t(Kb[std::size_t(b)] + 1) * V, 0.0);
-                for (int j = 0; j <= Kb[std::size_t(b)]; ++j, ++row) {
-                    const auto probs = model::sampling_probs(z + row * V, V, o.temperature, o.top_k);
-                    std::copy(probs.begin(), probs.end(), pb.begin() + std::ptrdiff_t(j) * V);
-                }
-            }
-            c.verify_s += seconds_since(t0);
-        }
-        // Decide, emit, roll back.
-        for (int b : active) {
-            const int k = Kb[std::size_t(b)], len = tstore_->written(b) - k - 1;
-            for (int j = 0; j < k; ++j) u[std::size_t(j)] = uniform(o.seed, std::uint64_t(b) * 4 + 1, std::uint64_t(round_no[std::size_t(b)]) * 80 + j);
-            const double r = uniform(o.seed, std::uint64_t(b) * 4 + 2, std::uint64_t(round_no[std::size_t(b)]));
-            int next = -1, keep = -1;
-            const int n = round_(k, V, drafts[std::size_t(b)].data(), q[std::size_t(b)].data(), p[std::size_t(b)].data(), u.data(), r, len,
-                                 &next, &keep);
-            if (n < 0 || n > k || next < 0 || next >= V || keep < len + 1 || keep > len + k + 1)
-                throw std::runtime_error("speculative round of sequence " + std::to_string(b) + ": accepted " + std::to_string(n) +
-                                         " of " + std::to_string(k) + ", next token " + std::to_string(next) + ", keep " +
-                                         std::to_string(keep) + " of positions " + std::to_string(len + 1) + ".." +
-                                         std::to_string(len + k + 1) + ": out of range");
-            auto& s = seq[std::size_t(b)];
-            int& e = emitted[std::size_t(b)];
-            for (int j = 0; j < n && e < n_new; ++j) s.push_back(drafts[std::size_t(b)][std::size_t(j)]), out[std::size_t(b) * n_new + e++] = s.back();
-            if (e < n_new) s.push_back(next), out[std::size_t(b) * n_new + e++] = next;
-            tstore_->truncate(b, keep);
-            if (dstore_) dstore_->truncate(b, std::min(dstore_->written(b), int(s.size()) - 1));
-            c.drafted += k, c.accepted += n, c.rejected += n < k ? 1 : 0, c.emitted += n + 1, ++c.rounds;
-            ++round_no[std::size_t(b)];
-        }
+    l.c.prefill_s = seconds_since(t0);
+}
+
+// The row's distribution (softmax at the options' temperature and top-k)
+// copied into slot j of `dist`.
+void put_probs(const Loop& l, const float* z, std::size_t row, std::vector<double>& dist, int j) {
+    const auto probs = model::sampling_probs(z + row * l.V, l.V, l.o.temperature, l.o.top_k);
+    std::copy(probs.begin(), probs.end(), dist.begin() + std::ptrdiff_t(j) * l.V);
+}
+
+// Draft step j proposes position L + j of each sequence with j < k, after
+// feeding it what it has not seen: up to the last token and j drafts.
+void draft_step(Loop& l, const std::vector<int>& active, int j) {
+    const auto t0 = std::chrono::steady_clock::now();
+    l.rows.clear();
+    for (int b : active) {
+        Sequence& s = l.seqs[b];
+        if (j >= s.k) continue;
+        const int L = int(s.tokens.size());
+        for (int at = l.dstore->written(b); at <= L - 1 + j; ++at) l.rows.add(b, at, at < L ? s.tokens[at] : s.drafts[at - L]);
+        s.last_row = l.rows.size() - 1;
+    }
+    const float* z = l.rows.step(*l.draft);
+    ++l.c.draft_passes;
+    for (int b : active) {
+        Sequence& s = l.seqs[b];
+        if (j >= s.k) continue;
+        put_probs(l, z, std::size_t(s.last_row), s.q, j);
+        s.drafts.push_back(draw(s.q.data() + std::ptrdiff_t(j) * l.V, l.V, draft_uniform(l, b, j)));
+    }
+    l.c.draft_s += seconds_since(t0);
+}
+
+// Verify: the last kept token and the drafts, appended where the target's
+// cache ends, in one step for the whole batch.
+void verify_step(Loop& l, const std::vector<int>& active) {
+    const auto t0 = std::chrono::steady_clock::now();
+    l.rows.clear();
+    for (int b : active) {
+        const Sequence& s = l.seqs[b];
+        const int at = l.tstore.written(b);
+        l.rows.add(b, at, s.tokens.back());
+        for (int j = 0; j < s.k; ++j) l.rows.add(b, at + 1 + j, s.drafts[j]);
+    }
+    for (int i = 0; i < l.rows.size(); ++i)
+        if (l.rows.pos[i] >= l.max_len)
+            throw std::runtime_error("speculative decoding: sequence " + std::to_string(l.rows.seq[i]) + " reached position " +
+                                     std::to_string(l.rows.pos[i]) + " of " + std::to_string(l.max_len) +
+                                     " (a cache that is not rolled back grows past its slot)");
+    const float* z = l.rows.step(l.target);
+    ++l.c.target_passes;
+    std::size_t row = 0;
+    for (int b : active) {
+        Sequence& s = l.seqs[b];
+        s.p.assign(std::size_t(s.k + 1) * l.V, 0.0);
+        for (int j = 0; j <= s.k; ++j, ++row) put_probs(l, z, row, s.p, j);
+    }
+    l.c.verify_s += seconds_since(t0);
+}
+
+// Decide sequence b's round (the acceptance rule), emit the accepted drafts
+// and the next token, and roll both caches back to what was kept.
+void decide(Loop& l, int b) {
+    Sequence& s = l.seqs[b];
+    const int k = s.k, len = l.tstore.written(b) - k - 1;
+    for (int j = 0; j < k; ++j) l.u[j] = accept_uniform(l, b, j);
+    int next = -1, keep = -1;
+    const int n = l.round_fn(k, l.V, s.drafts.data(), s.q.data(), s.p.data(), l.u.data(), last_uniform(l, b), len,
+                             &next, &keep);
+    if (n < 0 || n > k || next < 0 || next >= l.V || keep < len + 1 || keep > len + k + 1)
+        throw std::runtime_error("speculative round of sequence " + std::to_string(b) + ": accepted " + std::to_string(n) +
+                                 " of " + std::to_string(k) + ", next token " + std::to_string(next) + ", keep " +
+                                 std::to_string(keep) + " of positions " + std::to_string(len + 1) + ".." +
+                                 std::to_string(len + k + 1) + ": out of range");
+    for (int j = 0; j < n && s.emitted < l.n_new; ++j) s.tokens.push_back(s.drafts[j]), s.out[s.emitted++] = s.drafts[j];
+    if (s.emitted < l.n_new) s.tokens.push_back(next), s.out[s.emitted++] = next;
+    l.tstore.truncate(b, keep);
+    if (l.dstore) l.dstore->truncate(b, std::min(l.dstore->written(b), int(s.tokens.size()) - 1));
+    l.c.drafted += k, l.c.accepted += n, l.c.rejected += n < k ? 1 : 0, l.c.emitted += n + 1, ++l.c.rounds;
+    ++s.round;
+}
+
+// One round of every unfinished sequence: draft, verify, decide. False
+// when every sequence is done.
+bool run_round(Loop& l, int K) {
+    std::vector<int> active;
+    for (int b = 0; b < int(l.seqs.size()); ++b)
+        if (l.seqs[b].emitted < l.n_new) active.push_back(b);
+    if (active.empty()) return false;
+    int Kmax = 0;
+    for (int b : active) {
+        Sequence& s = l.seqs[b];
+        // No draft past the last token wanted (the round's own target token ends it).
+        s.k = std::min(K, l.n_new - s.emitted - 1);
+        Kmax = std::max(Kmax, s.k);
+        s.drafts.clear();
+        s.q.assign(std::size_t(s.k) * l.V, 0.0);
+    }
+    for (int j = 0; j < Kmax; ++j) draft_step(l, active, j);
+    verify_step(l, active);
+    for (int b : active) decide(l, b);
+    return true;
+}
+
+}  // namespace
+
+void Speculator::generate(const int* prompts, int P, int n_new, int* out, const SpecOptions& o, Counts* counts) {
+    const int K = draft_ ? o.K : 0;
+    check_arguments(P, n_new, K, o.K, max_len_);
+    Counts c;
+    const auto t_start = std::chrono::steady_clock::now();
+    Loop l{*target_, draft_.get(), *tstore_, dstore_.get(), round_, tc_.vocab, max_len_, n_new, o, c,
+           std::vector<Sequence>(std::size_t(B_)), std::vector<double>(std::size_t(std::max(K, 1))), {}};
+    for (int b = 0; b < B_; ++b) l.seqs[b].out = out + std::size_t(b) * n_new;
+    open_sequences(l, prompts, P);
+    if (P > 1) prefill(l, P);
+    while (run_round(l, K)) {
     }
     c.total_s = seconds_since(t_start);
     if (counts) *counts = c;
