@@ -1,4 +1,4 @@
-// The tolerance model (README.md, "How a variant is checked"): one dtype-aware check used by tests, `run`
+// The tolerance model (docs/harness.md, "How a variant is checked"): one dtype-aware check used by tests, `run`
 // and `grade`.
 //
 //  1. element-wise  |out - ref| <= atol + rtol * |ref|, where

@@ -667,7 +667,7 @@ void plot_speedup(const json& results, const Group& grp, const fs::path& dir, st
     draw_bars(c, grp, dir, written);
 }
 
-// Peak memory per variant (inputs and outputs included, see README "Results
+// Peak memory per variant (inputs and outputs included, see docs/results.md, "Results
 // files"); each bar is labelled with its size and its ratio to the naive
 // rung's peak, whose height the dashed line marks.
 void plot_memory(const json& results, const Group& grp, const fs::path& dir, std::vector<fs::path>* written) {

@@ -82,7 +82,7 @@ struct Problem {
     const Buffer& out(const std::string& name) const;
 };
 
-// How the checker compares a candidate output with the oracle (README.md,
+// How the checker compares a candidate output with the oracle (docs/harness.md,
 // "How a variant is checked"; harness/check.hpp). Filled in by the op.
 //   tolerance       floating-point outputs: element-wise and Frobenius bounds
 //   exact           integers, permutations, routing decisions: bit-for-bit

@@ -9,7 +9,7 @@ exception escaping a cell). With --write-outputs it stores each cell's real
 output (text and images) back into the notebook: images survive here, while
 the clang_repl kernel shows text only.
 
-Conventions the notebooks follow (README.md, "In a notebook"; memwall_nb.hpp):
+Conventions the notebooks follow (docs/lessons.md, "In a notebook"; memwall_nb.hpp):
   * `#pragma cling add_include_path("P")`  -> -I P
     `#pragma cling add_library_path("P")`  -> -L P -Wl,-rpath,P
     `#pragma cling load("libX")`           -> -lX      (relative P: from the notebook's folder)

@@ -6,7 +6,7 @@
 //   {{run:simd.gflops}}            a field of a run (dotted path into the run's JSON;
 //                                  run:simd@m=512,n=512,k=512.gflops picks a shape;
 //                                  run:simd.time_ms is time_s.best in ms)
-//                                  Whole-workload fields of a run (README, "Results files"):
+//                                  Whole-workload fields of a run (docs/results.md, "Results files"):
 //                                  run:V.units_per_s, run:V.unit, run:V.mfu, run:V.hfu,
 //                                  run:V.executed_flops, run:V.counters.NAME,
 //                                  run:V.peak_bytes, run:V.memory_vs_naive, run:V.near_ties,

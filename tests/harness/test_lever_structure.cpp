@@ -1,4 +1,4 @@
-// The rules every lever follows (README, "Adding a lever"), checked over the
+// The rules every lever follows (docs/adding-a-lever.md), checked over the
 // whole registry, so a new lever is held to them without a test of its own:
 //   - every op has exactly one reference variant, at rung 0, on each backend
 //     it has variants on;
