@@ -193,15 +193,23 @@ fs::path emu_library() {
 #endif
 }
 
-// The worker library (kernels, op definitions and rungs with registration
-// off), from the build tree memwall runs from: every CPU worker links it.
-fs::path worker_library() {
-    if (const char* env = std::getenv("MEMWALL_WORKER_LIB"); env && *env) return env;
+// The worker library a CPU worker links, from the build tree memwall runs
+// from (CMakeLists.txt, "The grader's worker libraries"): the level's own
+// (what its adapter calls, never the graded op's rungs) when it has one;
+// with --reference-solution, the one with every rung. Empty: none.
+fs::path worker_library(const Exercise& x, bool reference_solution) {
+    const std::string name =
+        reference_solution ? "libmemwall_worker.a" : "libmemwall_worker_" + x.level_id + ".a";
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())
-        if (fs::exists(d / "libmemwall_worker.a")) return d / "libmemwall_worker.a";
-    throw std::runtime_error("cannot find libmemwall_worker.a in memwall's build tree; set MEMWALL_WORKER_LIB");
+        if (fs::exists(d / "CMakeCache.txt")) {
+            if (fs::exists(d / name)) return d / name;
+            break;
+        }
+    if (reference_solution || fs::exists(source_dir() / "levels" / x.level_id / "exercise" / "worker_sources.txt"))
+        throw std::runtime_error("cannot find " + name + " in memwall's build tree (build it: cmake --build)");
+    return {};
 }
 
 bool built_with_asan() {
@@ -219,7 +227,8 @@ std::vector<std::string> child_env(int threads) {
             "MEMWALL_EMU_DEVICE_MEMORY=protected"};
 }
 
-std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe) {
+std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe,
+                                         const fs::path& library) {
     const std::string inc = source_dir().string();
     if (b == Backend::cpu) {
         // Default -O3 -march=native: students may use any ISA this machine
@@ -229,10 +238,13 @@ std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs:
         if (built_with_asan()) cmd.push_back("-fsanitize=address");  // the worker library is built so
         cmd.insert(cmd.end(), x.cxx_flags.begin(), x.cxx_flags.end());
         for (const char* a : {"-fopenmp", "-Wall", "-I"}) cmd.push_back(a);
-        for (const std::string& a : {inc, x.adapter.string(), std::string("-x"), std::string("c++"), src.string(),
-                                     std::string("-x"), std::string("none"), worker_library().string(),
-                                     std::string("-Wl,--gc-sections"), std::string("-o"), exe.string()})
+        for (const std::string& a : {inc, x.adapter.string(), std::string("-x"), std::string("c++"), src.string()})
             cmd.push_back(a);
+        if (!library.empty())
+            for (const std::string& a : {std::string("-x"), std::string("none"), library.string(),
+                                         std::string("-Wl,--gc-sections")})
+                cmd.push_back(a);
+        for (const std::string& a : {std::string("-o"), exe.string()}) cmd.push_back(a);
         return cmd;
     }
     if (b == Backend::cuda)
@@ -263,7 +275,7 @@ std::string first_lines(std::string log, const std::string& tmp_name, const std:
 }
 
 Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs::path& submission,
-                       const fs::path& tmp) {
+                       const fs::path& tmp, bool reference_solution) {
     Build r;
     // A copy in the compiler's writable folder, with the extension its
     // language needs; the compiler sees the project's sources read-only and
@@ -275,7 +287,8 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
                              fs::perms::others_read);
     r.exe = dir / "worker";
     ChildSpec spec;
-    spec.argv = compile_command(x, b, src, r.exe);
+    const fs::path library = b == Backend::cpu ? worker_library(x, reference_solution) : fs::path();
+    spec.argv = compile_command(x, b, src, r.exe, library);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
     spec.env = child_env(1);
     for (const char* sub : {"harness", "kernels", "model", "commands", "reference", "optimized", "levels"})
@@ -285,7 +298,7 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
         if (fs::is_directory(level.path() / "exercise" / "solutions"))
             spec.hidden.push_back((level.path() / "exercise" / "solutions").string());
     if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
-    if (b == Backend::cpu) spec.ro_binds.push_back(worker_library());
+    if (!library.empty()) spec.ro_binds.push_back(library.string());
     spec.rw_binds = {dir.string()};
     spec.chdir = dir.string();
     // Files up to 256 MiB: an honest constant table makes a large object
@@ -902,7 +915,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
     json tests = json::array();
 
-    const Build build = build_submission(sb, x, b, o.submission, tmp);
+    const Build build = build_submission(sb, x, b, o.submission, tmp, o.reference_solution);
     doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log}};
     tests.push_back(test("build", "build", build.ok, 0, 0,
                          build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
@@ -1046,6 +1059,8 @@ MW_REGISTER_COMMAND(grade, [](CLI::App& app) -> mw::CommandAction {
     sub->add_option("--backend", o->backend, "cpu, cuda or cuda-emu (default: the exercise's; cuda-emu without a GPU)");
     sub->add_option("--time-limit", o->time_limit_s, "Seconds for all of the submission's calls (default: the level's)");
     sub->add_option("--threads", o->threads, "CPU threads for submission and reference (default: the level's)");
+    sub->add_flag("--reference-solution", o->reference_solution,
+                  "The instructor's reference solution: link every rung of the project (never for students)");
     sub->add_flag("--cleanup", o->cleanup,
                   "Remove what graders that were killed left behind (cgroups, temp folders), then exit");
     sub->add_flag("--unsafe-no-sandbox", o->unsafe_no_sandbox,

@@ -83,6 +83,7 @@ struct GradeOptions {
     int threads = 0;                          // 0 = the manifest's
     bool unsafe_no_sandbox = false;           // local practice without bubblewrap
     bool cleanup = false;                     // --cleanup: remove an earlier crash's left-overs
+    bool reference_solution = false;          // link every rung (instructor's solutions only)
 };
 
 int run_grade(const GradeOptions& opts);

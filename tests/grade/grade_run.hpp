@@ -135,7 +135,8 @@ inline void expect_full_marks(const std::string& level, const std::string& submi
     GradeRun r;
     std::string attempts;  // every attempt's speed verdict, for the failure message
     for (int attempt = 0; attempt < 3; ++attempt) {
-        r = grade_level(level, "--submission " + submission + " --seed " + std::to_string(attempt));
+        r = grade_level(level, "--submission " + submission + " --seed " + std::to_string(attempt) +
+                               " --reference-solution");
         ASSERT_EQ(r.status, 0) << r.output;
         ASSERT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
         const json* speed = find_test(r.doc, "speed");

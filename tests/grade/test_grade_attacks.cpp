@@ -361,6 +361,13 @@ TEST(GradeSandbox, AnHonestLargeConstantTableCompiles) {
     EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
 }
 
+TEST(GradeAttack, TheRungGradedAgainstCannotBeLinked) {
+    const GradeRun r = grade_level("01", control("attack_link_rung.cpp") + " --seed 15");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+    EXPECT_NE(failures(r.doc).find("gemm_threads"), std::string::npos) << failures(r.doc);
+}
+
 // Strictly well-formed UTF-8 (Unicode table 3-7), written here apart from
 // the grader's own sanitizer.
 bool well_formed_utf8(const std::string& s) {

@@ -30,8 +30,11 @@
 // This stub is right and slow: one thread, and each token runs its k experts
 // alone — a vector-matrix product that reads all 3 d d_ff of an expert's
 // weights for one token. Keep the signature exactly as it is. The grader
-// compiles this file alone (plus its own driver) with
+// compiles this file (plus its own driver) with
 //     g++ -std=c++20 -O3 -march=native -fopenmp
+// and links the project's packed SIMD GEMM: include
+// "kernels/vectorization/gemm_cpu.hpp" and call mw::gemm::gemm_ex for an
+// expert's block, if you like (the lever here is the dispatch, not the GEMM).
 // Check yourself with:
 //     memwall grade 08 --submission levels/08-moe/exercise/moe_layer_cpu.cpp --seed 1
 #include <algorithm>
