@@ -22,6 +22,9 @@
 // has_avx512_vnni() / has_avx512_bf16() and otherwise take their AVX2 path.
 #define MW_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,fma,f16c")))
 #define MW_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma,f16c")))
+// The AVX2 set plus AVX-VNNI (the 256-bit vpdpbusd of cores without
+// AVX-512: calibrate's int8 peak there); callers check has_avx2_vnni().
+#define MW_TARGET_AVX2_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 // A kernel template with no target of its own, always inlined into the
 // function that has one (pick_kernel below).
@@ -42,6 +45,7 @@ inline bool has_avx2() {
 
 inline bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 inline bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+inline bool has_avx2_vnni() { return has_avx2() && __builtin_cpu_supports("avxvnni"); }
 
 // AVX-512 where present, unless MEMWALL_ISA=avx2; else AVX2. Throws if the
 // CPU has neither feature set.
