@@ -34,6 +34,7 @@
 #include "harness/ceilings.hpp"
 #include "harness/isa.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 namespace {
@@ -704,9 +705,7 @@ std::string fma_datapath(const Ceilings& c, double flops_per_cycle) {
                                                                                                          : 128;
     const double per_fma = 2.0 * bits / 32;                        // fp32 lanes x (multiply + add)
     const double r = std::round(flops_per_cycle / per_fma * 2) / 2;  // full-width FMAs a cycle, to a half
-    char count[32];
-    std::snprintf(count, sizeof count, "%g", r);
-    std::string s = std::string(r == 0.5 ? "half a" : count) + " " + std::to_string(bits) + "-bit FMA" +
+    std::string s = (r == 0.5 ? "half a" : fmt("%g", r)) + " " + std::to_string(bits) + "-bit FMA" +
                     (r > 1 ? "s" : "") + " per cycle per core";
     if (bits == 512 && r >= 1.75) s += " (two 512-bit FMA pipes, as on recent Xeons)";
     else if (bits == 512 && r >= 0.75) s += " (512-bit instructions on a 256-bit-wide datapath, as on AMD Zen 4)";

@@ -19,6 +19,7 @@
 
 #include "harness/gpu.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/strings.hpp"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
@@ -219,12 +220,6 @@ void validate_results(const nlohmann::json& doc) {
 }
 
 namespace {
-
-std::string fmt(double v, int prec = 3) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.*g", prec, v);
-    return b;
-}
 
 std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = "") {
     if (v.is_null()) return "—";

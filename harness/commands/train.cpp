@@ -32,6 +32,7 @@
 #include "harness/plot.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 #include "kernels/model/trainer.hpp"
 #include "reference/model/checkpoint.hpp"
 #include "reference/model/corpus.hpp"
@@ -56,10 +57,8 @@ struct TrainCliOptions {
 };
 
 std::string hms(double s) {
-    char buf[32];
     const int t = int(std::lround(s));
-    std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-    return buf;
+    return fmt("%dm%02ds", t / 60, t % 60);
 }
 
 int run_train(const TrainCliOptions& o) {
