@@ -148,25 +148,13 @@ std::string esc(const std::string& s) {
     return o;
 }
 
-std::string fmt(double v, int prec = 3) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.*g", prec, v);
-    return b;
-}
-
 std::string num_or_dash(const json& r, const char* key, int prec = 3, const char* suffix = "") {
     auto it = r.find(key);
     return it != r.end() && it->is_number() ? fmt(it->get<double>(), prec) + suffix : "—";
 }
 
 // 957x, 49.3x, 1.31x, 0.501x: no exponents in a table.
-std::string ratio_str(double v) {
-    char b[64];
-    if (v >= 100) std::snprintf(b, sizeof b, "%.0fx", v);
-    else if (v >= 10) std::snprintf(b, sizeof b, "%.1fx", v);
-    else std::snprintf(b, sizeof b, "%.3gx", v);
-    return b;
-}
+std::string ratio_str(double v) { return v >= 100 ? fmt("%.0fx", v) : v >= 10 ? fmt("%.1fx", v) : fmt("%.3gx", v); }
 
 std::string ratio_or_dash(const json& r, const char* key) {
     auto it = r.find(key);
@@ -174,10 +162,7 @@ std::string ratio_or_dash(const json& r, const char* key) {
 }
 
 std::string duration_str(double s) {
-    char b[64];
-    if (s >= 60) std::snprintf(b, sizeof b, "%d m %02d s", int(s) / 60, int(s) % 60);
-    else std::snprintf(b, sizeof b, "%.1f s", s);
-    return b;
+    return s >= 60 ? fmt("%d m %02d s", int(s) / 60, int(s) % 60) : fmt("%.1f s", s);
 }
 
 std::string anchor(const std::string& s) {

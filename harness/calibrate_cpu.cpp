@@ -14,8 +14,8 @@
 //
 // Every figure is the best of N repetitions: on a shared VM the median
 // wanders, the best stays put. The project is compiled without -march, so
-// each kernel is compiled per ISA with a target attribute and picked at run
-// time with __builtin_cpu_supports.
+// each kernel is compiled per ISA with one of harness/isa.hpp's MW_TARGET_*
+// feature sets and picked at run time by that set's check (isa::has_*).
 #include <immintrin.h>
 #include <omp.h>
 #include <unistd.h>
@@ -34,6 +34,7 @@
 #include "harness/ceilings.hpp"
 #include "harness/isa.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 namespace {
@@ -123,18 +124,18 @@ ParallelTimes best_parallel_times(int nt, int reps, Body body) {
     return r;
 }
 
-// AVX-512 kernels where the CPU has AVX-512F, unless MEMWALL_ISA=avx2 asks
-// for the AVX2 path (as every rung's dispatch does): then the peaks, the
-// datapath line and the bandwidth kernels are the AVX2 ones.
-bool has_avx512() { return !isa::avx2_forced() && __builtin_cpu_supports("avx512f"); }
-bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+// AVX-512 kernels where the CPU has the project's AVX-512 set
+// (isa::has_avx512), unless MEMWALL_ISA=avx2 asks for the AVX2 path (as every
+// rung's dispatch does): then the peaks, the datapath line and the bandwidth
+// kernels are the AVX2 ones.
+bool has_avx512() { return !isa::avx2_forced() && isa::has_avx512(); }
 
 // ---------------------------------------------------------------- DRAM triad
 // STREAM convention: 24 bytes per element (read b, read c, write a). The
 // write-allocate read of a that a cache actually does is NOT counted, so the
 // bus moves ~32 bytes per element and the figure is comparable with STREAM's.
 
-__attribute__((target("avx512f"))) void triad_avx512(double* __restrict a, const double* __restrict b,
+MW_TARGET_AVX512 void triad_avx512(double* __restrict a, const double* __restrict b,
                                                      const double* __restrict c, double s, size_t lo,
                                                      size_t hi) {
     for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
@@ -193,82 +194,56 @@ std::vector<double> measure_triad(int max_threads, bool quick) {
 //             Zen 4 guest it won on 2 MiB pages, four streams on 4 KiB ones).
 constexpr size_t kReadPrefetchBytes = 16 << 10;
 
-// Through memory: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized.
-__attribute__((target("avx512f"))) float reduce16(const __m512* s) {
-    float lanes[16], t = 0;
+// The bandwidth kernels are written once for both ISAs, over V: 16 floats
+// (one AVX-512 register) or 8 (one AVX2 register), compiled for each by
+// isa::on_avx512 / isa::on_avx2 (harness/isa.hpp).
+typedef float f32x16 __attribute__((vector_size(64), may_alias));
+typedef float f32x8 __attribute__((vector_size(32), may_alias));
+template <class V> constexpr size_t kLanes = sizeof(V) / sizeof(float);
+// Aligned loads and stores: every thread's range starts on a 64-byte boundary.
+template <class V> MW_SIMD_INLINE V load(const float* p) { return *reinterpret_cast<const V*>(p); }
+template <class V> MW_SIMD_INLINE void store(float* p, V v) { *reinterpret_cast<V*>(p) = v; }
+// The sum of 8 accumulators, lane by lane, through memory.
+template <class V> MW_SIMD_INLINE float reduce(const V* s) {
+    float lanes[kLanes<V>], t = 0;
     for (int k = 0; k < 8; ++k) {
-        _mm512_storeu_ps(lanes, s[k]);
+        std::memcpy(lanes, &s[k], sizeof lanes);
         for (float f : lanes) t += f;
     }
     return t;
 }
 
-__attribute__((target("avx512f"))) float read_sum_avx512(const float* a, size_t lo, size_t hi) {
-    __m512 s[8];
-    for (auto& v : s) v = _mm512_setzero_ps();
-    const size_t q = (hi - lo) / 4 / 32 * 32;  // floats per stream, whole steps
+template <class V> MW_SIMD_INLINE float read_sum(const float* a, size_t lo, size_t hi) {
+    constexpr size_t W = kLanes<V>;
+    V s[8];
+    for (auto& v : s) v = V{};
+    const size_t q = (hi - lo) / 4 / (2 * W) * (2 * W);  // floats per stream, whole steps
     const float* p[4] = {a + lo, a + lo + q, a + lo + 2 * q, a + lo + 3 * q};
-    for (size_t i = 0; i < q; i += 32)
+    for (size_t i = 0; i < q; i += 2 * W)
         for (int k = 0; k < 4; ++k) {
-            s[2 * k] = _mm512_add_ps(s[2 * k], _mm512_load_ps(p[k] + i));
-            s[2 * k + 1] = _mm512_add_ps(s[2 * k + 1], _mm512_load_ps(p[k] + i + 16));
+            s[2 * k] += load<V>(p[k] + i);
+            s[2 * k + 1] += load<V>(p[k] + i + W);
         }
     float t = 0;
     for (size_t i = lo + 4 * q; i < hi; ++i) t += a[i];
-    return t + reduce16(s);
+    return t + reduce(s);
 }
-__attribute__((target("avx512f"))) float read_sum_prefetch_avx512(const float* a, size_t lo, size_t hi) {
-    __m512 s[8];
-    for (auto& v : s) v = _mm512_setzero_ps();
-    const size_t n = (hi - lo) / 128 * 128;
+// One prefetcht1 per 64-byte line: every AVX-512 vector, every other AVX2 one.
+template <class V> MW_SIMD_INLINE float read_sum_prefetch(const float* a, size_t lo, size_t hi) {
+    constexpr size_t W = kLanes<V>;
+    V s[8];
+    for (auto& v : s) v = V{};
+    const size_t n = (hi - lo) / (8 * W) * (8 * W);
     const float* p = a + lo;
     constexpr size_t ahead = kReadPrefetchBytes / sizeof(float);
-    for (size_t i = 0; i < n; i += 128)
+    for (size_t i = 0; i < n; i += 8 * W)
         for (int k = 0; k < 8; ++k) {
-            _mm_prefetch(reinterpret_cast<const char*>(p + i + ahead + 16 * k), _MM_HINT_T1);
-            s[k] = _mm512_add_ps(s[k], _mm512_load_ps(p + i + 16 * k));
+            if (k * sizeof(V) % 64 == 0) __builtin_prefetch(p + i + ahead + W * k, 0, 2);
+            s[k] += load<V>(p + i + W * k);
         }
     float t = 0;
     for (size_t i = lo + n; i < hi; ++i) t += a[i];
-    return t + reduce16(s);
-}
-__attribute__((target("avx2"))) float reduce8(const __m256* s) {
-    alignas(32) float buf[8];
-    float t = 0;
-    for (int k = 0; k < 8; ++k) {
-        _mm256_store_ps(buf, s[k]);
-        for (float f : buf) t += f;
-    }
-    return t;
-}
-__attribute__((target("avx2"))) float read_sum_avx2(const float* a, size_t lo, size_t hi) {
-    __m256 s[8];
-    for (auto& v : s) v = _mm256_setzero_ps();
-    const size_t q = (hi - lo) / 4 / 16 * 16;
-    const float* p[4] = {a + lo, a + lo + q, a + lo + 2 * q, a + lo + 3 * q};
-    for (size_t i = 0; i < q; i += 16)
-        for (int k = 0; k < 4; ++k) {
-            s[2 * k] = _mm256_add_ps(s[2 * k], _mm256_load_ps(p[k] + i));
-            s[2 * k + 1] = _mm256_add_ps(s[2 * k + 1], _mm256_load_ps(p[k] + i + 8));
-        }
-    float t = 0;
-    for (size_t i = lo + 4 * q; i < hi; ++i) t += a[i];
-    return t + reduce8(s);
-}
-__attribute__((target("avx2"))) float read_sum_prefetch_avx2(const float* a, size_t lo, size_t hi) {
-    __m256 s[8];
-    for (auto& v : s) v = _mm256_setzero_ps();
-    const size_t n = (hi - lo) / 64 * 64;
-    const float* p = a + lo;
-    constexpr size_t ahead = kReadPrefetchBytes / sizeof(float);
-    for (size_t i = 0; i < n; i += 64)
-        for (int k = 0; k < 8; ++k) {
-            if (k % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(p + i + ahead + 8 * k), _MM_HINT_T1);
-            s[k] = _mm256_add_ps(s[k], _mm256_load_ps(p + i + 8 * k));
-        }
-    float t = 0;
-    for (size_t i = lo + n; i < hi; ++i) t += a[i];
-    return t + reduce8(s);
+    return t + reduce(s);
 }
 
 struct ReadResult {
@@ -307,8 +282,9 @@ ReadResult measure_read(int max_threads, bool quick) {
     };
     const bool w = has_avx512();
     const Pattern patterns[] = {
-        {"4 streams per thread", w ? read_sum_avx512 : read_sum_avx2},
-        {"1 stream per thread, software prefetch 16 KiB ahead into L2", w ? read_sum_prefetch_avx512 : read_sum_prefetch_avx2}};
+        {"4 streams per thread", w ? isa::on_avx512<read_sum<f32x16>> : isa::on_avx2<read_sum<f32x8>>},
+        {"1 stream per thread, software prefetch 16 KiB ahead into L2",
+         w ? isa::on_avx512<read_sum_prefetch<f32x16>> : isa::on_avx2<read_sum_prefetch<f32x8>>}};
     volatile float sink = 0;
     for (int nt = 1; nt <= max_threads; ++nt) {
         double best = 0;
@@ -333,35 +309,18 @@ ReadResult measure_read(int max_threads, bool quick) {
 
 // ---------------------------------------------------------------- cache sweep
 // In-place update a[i] += c: one load and one store per element, counted as
-// 8 bytes per float (read + write). Explicit intrinsics so the bandwidth is
-// that of full-width loads and stores whatever the compiler flags.
-
-__attribute__((target("avx512f"))) void update_avx512(float* a, size_t n, int passes) {
-    const __m512 c = _mm512_set1_ps(1e-7f);
+// 8 bytes per float (read + write). Explicit vectors (V, as for the DRAM
+// read) so the bandwidth is that of full-width loads and stores whatever the
+// compiler flags.
+template <class V> MW_SIMD_INLINE void update(float* a, size_t n, int passes) {
+    constexpr size_t W = kLanes<V>;
+    const V c = V{} + 1e-7f;
     for (int p = 0; p < passes; ++p) {
         size_t i = 0;
-        for (; i + 64 <= n; i += 64) {
-            _mm512_store_ps(a + i, _mm512_add_ps(_mm512_load_ps(a + i), c));
-            _mm512_store_ps(a + i + 16, _mm512_add_ps(_mm512_load_ps(a + i + 16), c));
-            _mm512_store_ps(a + i + 32, _mm512_add_ps(_mm512_load_ps(a + i + 32), c));
-            _mm512_store_ps(a + i + 48, _mm512_add_ps(_mm512_load_ps(a + i + 48), c));
-        }
+        for (; i + 4 * W <= n; i += 4 * W)
+            for (size_t k = 0; k < 4; ++k) store(a + i + W * k, load<V>(a + i + W * k) + c);
         for (; i < n; ++i) a[i] += 1e-7f;
         asm volatile("" ::: "memory");  // keep the passes separate
-    }
-}
-__attribute__((target("avx2"))) void update_avx2(float* a, size_t n, int passes) {
-    const __m256 c = _mm256_set1_ps(1e-7f);
-    for (int p = 0; p < passes; ++p) {
-        size_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            _mm256_store_ps(a + i, _mm256_add_ps(_mm256_load_ps(a + i), c));
-            _mm256_store_ps(a + i + 8, _mm256_add_ps(_mm256_load_ps(a + i + 8), c));
-            _mm256_store_ps(a + i + 16, _mm256_add_ps(_mm256_load_ps(a + i + 16), c));
-            _mm256_store_ps(a + i + 24, _mm256_add_ps(_mm256_load_ps(a + i + 24), c));
-        }
-        for (; i < n; ++i) a[i] += 1e-7f;
-        asm volatile("" ::: "memory");
     }
 }
 void update_generic(float* a, size_t n, int passes) {
@@ -373,8 +332,8 @@ void update_generic(float* a, size_t n, int passes) {
 
 using UpdateFn = void (*)(float*, size_t, int);
 UpdateFn pick_update() {
-    if (has_avx512()) return update_avx512;
-    return __builtin_cpu_supports("avx2") ? update_avx2 : update_generic;
+    if (has_avx512()) return isa::on_avx512<update<f32x16>>;
+    return isa::has_avx2() ? isa::on_avx2<update<f32x8>> : update_generic;
 }
 
 // One point: nt threads each update their own slice of `ws` bytes in total.
@@ -420,87 +379,43 @@ std::vector<BandwidthPoint> measure_sweep(float* buf, size_t grid_max, size_t dr
 // cycles and two ports issue one each per cycle, so >= 8 chains in flight
 // keep both busy. x < 1 keeps the values bounded (no overflow, no
 // denormals). The result is summed and returned so nothing can be elided.
-
-__attribute__((target("avx512f"))) double fma_f32_avx512(long iters) {
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
-    __m512 a0 = _mm512_set1_ps(0.1f), a1 = _mm512_set1_ps(0.2f), a2 = _mm512_set1_ps(0.3f),
-           a3 = _mm512_set1_ps(0.4f), a4 = _mm512_set1_ps(0.5f), a5 = _mm512_set1_ps(0.6f),
-           a6 = _mm512_set1_ps(0.7f), a7 = _mm512_set1_ps(0.8f), a8 = _mm512_set1_ps(0.9f),
-           a9 = _mm512_set1_ps(1.0f), a10 = _mm512_set1_ps(1.1f), a11 = _mm512_set1_ps(1.2f);
-    for (long i = 0; i < iters; ++i) {
-        a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y), a2 = _mm512_fmadd_ps(a2, x, y);
-        a3 = _mm512_fmadd_ps(a3, x, y), a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
-        a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y), a8 = _mm512_fmadd_ps(a8, x, y);
-        a9 = _mm512_fmadd_ps(a9, x, y), a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
-    }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-    float lanes[16];  // through memory: GCC 12's _mm512_reduce_add_* trip -Wuninitialized
-    _mm512_storeu_ps(lanes, s);
-    double sum = 0;
-    for (float v : lanes) sum += v;
-    return sum;
+// One template for fp32 and fp64 (T), AVX-512 and AVX2 (64- or 32-byte
+// registers), compiled for its ISA by isa::on_avx512 / isa::on_avx2. AVX2 has
+// 16 ymm registers: 12 chains plus x and y still fit.
+// The FMA is the intrinsics' builtin, not a * x + y: GCC folds the latter
+// where it can (a chain that starts at 1.0 stays at 1.0 and left the loop).
+template <class V> MW_SIMD_INLINE V fmadd(V a, V x, V y) {
+    constexpr bool f32 = sizeof(a[0]) == 4;
+    if constexpr (sizeof(V) == 64 && f32) return __builtin_ia32_vfmaddps512_mask(a, x, y, -1, _MM_FROUND_CUR_DIRECTION);
+    else if constexpr (sizeof(V) == 64) return __builtin_ia32_vfmaddpd512_mask(a, x, y, -1, _MM_FROUND_CUR_DIRECTION);
+    else if constexpr (f32) return __builtin_ia32_vfmaddps256(a, x, y);
+    else return __builtin_ia32_vfmaddpd256(a, x, y);
 }
-
-__attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
-    const __m512d x = _mm512_set1_pd(0.999999), y = _mm512_set1_pd(1e-6);
-    __m512d a0 = _mm512_set1_pd(0.1), a1 = _mm512_set1_pd(0.2), a2 = _mm512_set1_pd(0.3),
-            a3 = _mm512_set1_pd(0.4), a4 = _mm512_set1_pd(0.5), a5 = _mm512_set1_pd(0.6),
-            a6 = _mm512_set1_pd(0.7), a7 = _mm512_set1_pd(0.8), a8 = _mm512_set1_pd(0.9),
-            a9 = _mm512_set1_pd(1.0), a10 = _mm512_set1_pd(1.1), a11 = _mm512_set1_pd(1.2);
-    for (long i = 0; i < iters; ++i) {
-        a0 = _mm512_fmadd_pd(a0, x, y), a1 = _mm512_fmadd_pd(a1, x, y), a2 = _mm512_fmadd_pd(a2, x, y);
-        a3 = _mm512_fmadd_pd(a3, x, y), a4 = _mm512_fmadd_pd(a4, x, y), a5 = _mm512_fmadd_pd(a5, x, y);
-        a6 = _mm512_fmadd_pd(a6, x, y), a7 = _mm512_fmadd_pd(a7, x, y), a8 = _mm512_fmadd_pd(a8, x, y);
-        a9 = _mm512_fmadd_pd(a9, x, y), a10 = _mm512_fmadd_pd(a10, x, y), a11 = _mm512_fmadd_pd(a11, x, y);
-    }
-    __m512d s = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)),
-                              _mm512_add_pd(_mm512_add_pd(a4, a5), _mm512_add_pd(a6, a7)));
-    s = _mm512_add_pd(s, _mm512_add_pd(_mm512_add_pd(a8, a9), _mm512_add_pd(a10, a11)));
-    double lanes[8], sum = 0;
-    _mm512_storeu_pd(lanes, s);
-    for (double v : lanes) sum += v;
-    return sum;
-}
-
-// AVX2 has 16 ymm registers: 12 chains plus x and y still fit.
-__attribute__((target("avx2,fma"))) double fma_f32_avx2(long iters) {
-    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
-    __m256 a[12];
-    for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(0.1f * (j + 1));
+template <class T, int Bytes> MW_SIMD_INLINE double fma_chains(long iters) {
+    typedef T V __attribute__((vector_size(Bytes)));
+    const V x = V{} + T(0.999999), y = V{} + T(1e-6);
+    V a[12];
+    for (int j = 0; j < 12; ++j) a[j] = V{} + T(0.1) * T(j + 1);
     for (long i = 0; i < iters; ++i) {
 #pragma GCC unroll 12
-        for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], x, y);
+        for (int j = 0; j < 12; ++j) a[j] = fmadd(a[j], x, y);
     }
-    float lanes[8], sum = 0;
-    for (int j = 0; j < 12; ++j) {
-        _mm256_storeu_ps(lanes, a[j]);
-        for (float v : lanes) sum += v;
-    }
-    return sum;
-}
-
-__attribute__((target("avx2,fma"))) double fma_f64_avx2(long iters) {
-    const __m256d x = _mm256_set1_pd(0.999999), y = _mm256_set1_pd(1e-6);
-    __m256d a[12];
-    for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_pd(0.1 * (j + 1));
-    for (long i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_pd(a[j], x, y);
-    }
-    double lanes[4], sum = 0;
-    for (int j = 0; j < 12; ++j) {
-        _mm256_storeu_pd(lanes, a[j]);
-        for (double v : lanes) sum += v;
+    T lanes[Bytes / sizeof(T)], sum = 0;
+    for (const V v : a) {
+        std::memcpy(lanes, &v, sizeof lanes);
+        for (T l : lanes) sum += l;
     }
     return sum;
 }
+constexpr auto fma_f32_avx512 = isa::on_avx512<fma_chains<float, 64>>;
+constexpr auto fma_f64_avx512 = isa::on_avx512<fma_chains<double, 64>>;
+constexpr auto fma_f32_avx2 = isa::on_avx2<fma_chains<float, 32>>;
+constexpr auto fma_f64_avx2 = isa::on_avx2<fma_chains<double, 32>>;
 
 // int8: vpdpbusd multiplies 64 u8 x s8 pairs and adds them in groups of four
 // into 16 int32 lanes: 64 MACs = 128 ops per instruction (32 MACs for the
 // 256-bit AVX-VNNI form). Wrap-around of the int32 sums is harmless here.
-__attribute__((target("avx512f,avx512vnni"))) double vnni_avx512(long iters) {
+MW_TARGET_AVX512_VNNI double vnni_avx512(long iters) {
     const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
     __m512i a[12];
     for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_epi32(j);
@@ -517,7 +432,7 @@ __attribute__((target("avx512f,avx512vnni"))) double vnni_avx512(long iters) {
     return double(sum);
 }
 
-__attribute__((target("avx2,avxvnni"))) double vnni_avx256(long iters) {
+MW_TARGET_AVX2_VNNI double vnni_avx256(long iters) {
     const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2);
     __m256i a[12];
     for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_epi32(j);
@@ -541,7 +456,7 @@ __attribute__((target("avx2,avxvnni"))) double vnni_avx256(long iters) {
 // peak is measured, never assumed.
 // The inputs are small bf16 numbers so the chains neither overflow nor
 // become denormal within a sample.
-__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_avx512(long iters) {
+MW_TARGET_AVX512_BF16 double bf16_dot_avx512(long iters) {
     const __m512bh u = (__m512bh)_mm512_set1_epi16(0x3c00), v = (__m512bh)_mm512_set1_epi16(short(0xbc00));  // 2^-7, -2^-7
     __m512 a[12];
     for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(0.1f * float(j + 1));
@@ -572,15 +487,15 @@ std::vector<PeakKernel> peak_kernels() {
     if (has_avx512()) {
         k.push_back(kFmaF32Avx512);
         k.push_back({"fp64", "avx512f", fma_f64_avx512, 12 * 8 * 2});
-    } else if (has_avx2_fma()) {
+    } else if (isa::has_avx2()) {
         k.push_back({"fp32", "avx2+fma", fma_f32_avx2, 12 * 8 * 2});
         k.push_back({"fp64", "avx2+fma", fma_f64_avx2, 12 * 4 * 2});
     }
-    if (has_avx512() && __builtin_cpu_supports("avx512bf16"))
+    if (has_avx512() && isa::has_avx512_bf16())
         k.push_back(kBf16DotAvx512);
-    if (has_avx512() && __builtin_cpu_supports("avx512vnni"))
+    if (has_avx512() && isa::has_avx512_vnni())
         k.push_back({"int8", "avx512_vnni", vnni_avx512, 12 * 64 * 2});
-    else if (__builtin_cpu_supports("avxvnni"))
+    else if (isa::has_avx2_vnni())
         k.push_back({"int8", "avx_vnni", vnni_avx256, 12 * 32 * 2});
     return k;
 }
@@ -697,7 +612,7 @@ double bf16_dot_over_fma() {
     static const double ratio = [] {
         // The CPU's features, not MEMWALL_ISA's choice: the answer is cached
         // for the process, and callers check the ISA they run themselves.
-        if (!isa::has_avx512() || !__builtin_cpu_supports("avx512bf16")) return 0.0;
+        if (!isa::has_avx512_bf16()) return 0.0;
         return measure_peak(kBf16DotAvx512, 1, true) / measure_peak(kFmaF32Avx512, 1, true);
     }();
     return ratio;
@@ -790,9 +705,7 @@ std::string fma_datapath(const Ceilings& c, double flops_per_cycle) {
                                                                                                          : 128;
     const double per_fma = 2.0 * bits / 32;                        // fp32 lanes x (multiply + add)
     const double r = std::round(flops_per_cycle / per_fma * 2) / 2;  // full-width FMAs a cycle, to a half
-    char count[32];
-    std::snprintf(count, sizeof count, "%g", r);
-    std::string s = std::string(r == 0.5 ? "half a" : count) + " " + std::to_string(bits) + "-bit FMA" +
+    std::string s = (r == 0.5 ? "half a" : fmt("%g", r)) + " " + std::to_string(bits) + "-bit FMA" +
                     (r > 1 ? "s" : "") + " per cycle per core";
     if (bits == 512 && r >= 1.75) s += " (two 512-bit FMA pipes, as on recent Xeons)";
     else if (bits == 512 && r >= 0.75) s += " (512-bit instructions on a 256-bit-wide datapath, as on AMD Zen 4)";

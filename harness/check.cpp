@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "harness/inputs.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
@@ -174,19 +175,6 @@ namespace {
 
 constexpr std::int32_t kPoisonI32 = 0x7F7F7F7F;  // what poison() leaves in an i32
 
-std::string fmt_g(double v) {
-    char b[48];
-    std::snprintf(b, sizeof b, "%.3g", v);
-    return b;
-}
-
-// A token id as written ("128001", never "1.28e+05").
-std::string id_str(double v) {
-    char b[48];
-    std::snprintf(b, sizeof b, "%.17g", v);
-    return b;
-}
-
 }  // namespace
 
 namespace {
@@ -214,9 +202,10 @@ SequenceOutcome follow_sequence(const Buffer& out, const std::vector<double>& re
         if (got == want) continue;
         o.diverged = true;
         o.near_tie = margin < tie_threshold;  // NaN margins are never ties
-        o.what = element_name(out, i) + ": token " + id_str(got) + ", oracle " + id_str(want) + " at step " +
-                 std::to_string(t) + " where the fp64 top-2 margin is " + fmt_g(margin) + " (near-tie below " +
-                 fmt_g(tie_threshold) + ")";
+        // Token ids as written ("128001", never "1.28e+05").
+        o.what = element_name(out, i) + ": token " + fmt(got, 17) + ", oracle " + fmt(want, 17) + " at step " +
+                 std::to_string(t) + " where the fp64 top-2 margin is " + fmt(margin) + " (near-tie below " +
+                 fmt(tie_threshold) + ")";
     }
     return o;
 }
@@ -324,11 +313,11 @@ std::vector<double> observed_counts(const Buffer& out, std::size_t K, std::strin
         const double v = load_as_double(out, i);
         const bool integral = std::isfinite(v) && v == std::floor(v);
         if (counts && (!integral || v < 0)) {
-            bad = element_name(out, i) + " = " + fmt_g(v) + " is not a count";
+            bad = element_name(out, i) + " = " + fmt(v) + " is not a count";
             return {};
         }
         if (!counts && (!integral || v < 0 || v >= double(K))) {
-            bad = element_name(out, i) + " = " + fmt_g(v) + " is not a category id in [0, " + std::to_string(K) + ")";
+            bad = element_name(out, i) + " = " + fmt(v) + " is not a category id in [0, " + std::to_string(K) + ")";
             return {};
         }
         if (counts) obs[i] = v;
@@ -382,8 +371,8 @@ std::string describe_misfit(const StatTest& t, const std::vector<Bin>& bins) {
     auto z = [](const Bin* b) { return (b->observed - b->expected) / std::sqrt(b->expected); };
     std::sort(order.begin(), order.end(), [&](auto* a, auto* b) { return std::fabs(z(a)) > std::fabs(z(b)); });
     std::ostringstream msg;
-    msg << "chi-square " << fmt_g(t.statistic) << " with " << t.dof << " dof over " << fmt_g(t.samples)
-        << " samples: p = " << fmt_g(t.p_value) << " < alpha " << fmt_g(t.alpha)
+    msg << "chi-square " << fmt(t.statistic) << " with " << t.dof << " dof over " << fmt(t.samples)
+        << " samples: p = " << fmt(t.p_value) << " < alpha " << fmt(t.alpha)
         << ", the samples do not follow the oracle's distribution";
     for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
         char line[200];
@@ -411,7 +400,7 @@ CheckResult check_distribution(const Buffer& out, const std::vector<double>& pro
         total_p += p;
     }
     if (K == 0 || std::fabs(total_p - 1) > 1e-9)
-        return fail("the oracle's probabilities sum to " + fmt_g(total_p) + ", not 1 (an oracle bug)");
+        return fail("the oracle's probabilities sum to " + fmt(total_p) + ", not 1 (an oracle bug)");
     std::string bad;
     const std::vector<double> obs = observed_counts(out, K, bad);
     if (!bad.empty()) return fail(bad);
@@ -419,7 +408,7 @@ CheckResult check_distribution(const Buffer& out, const std::vector<double>& pro
     if (N <= 0) return fail("no samples");
     for (std::size_t c = 0; c < K; ++c)
         if (probs[c] == 0 && obs[c] > 0)
-            return fail("category " + std::to_string(c) + " has probability 0 but was drawn " + fmt_g(obs[c]) +
+            return fail("category " + std::to_string(c) + " has probability 0 but was drawn " + fmt(obs[c]) +
                         " time(s)");
 
     std::vector<double> expected(K);

@@ -221,12 +221,6 @@ void validate_results(const nlohmann::json& doc) {
 
 namespace {
 
-std::string fmt(double v, int prec = 3) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.*g", prec, v);
-    return b;
-}
-
 std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = "") {
     if (v.is_null()) return "—";
     return fmt(v.get<double>(), prec) + suffix;

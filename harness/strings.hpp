@@ -1,6 +1,7 @@
 // Small string helpers the commands share (error messages, reports).
 #pragma once
 
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -18,11 +19,24 @@ inline std::string join(const std::vector<std::string>& v, std::string_view sep 
     return s;
 }
 
-// One number through a printf format ("%.2f", "%.3g", ...), as a string.
-inline std::string fmt(const char* printf_format, double v) {
+// printf's formatting as a string, of any length: fmt("%.2f", x),
+// fmt("%dm%02ds", m, s). The compiler checks the arguments against the format.
+[[gnu::format(printf, 1, 2)]] inline std::string fmt(const char* printf_format, ...) {
+    std::va_list args, again;
+    va_start(args, printf_format);
+    va_copy(again, args);
     char buf[128];
-    std::snprintf(buf, sizeof buf, printf_format, v);
-    return buf;
+    const int n = std::vsnprintf(buf, sizeof buf, printf_format, args);
+    va_end(args);
+    std::string s;
+    if (n > 0 && std::size_t(n) < sizeof buf) {
+        s.assign(buf, std::size_t(n));
+    } else if (n > 0) {
+        s.resize(std::size_t(n));
+        std::vsnprintf(s.data(), s.size() + 1, printf_format, again);
+    }
+    va_end(again);
+    return s;
 }
 
 // A time in seconds, three digits in s, ms or µs: "1.23 s", "45.6 ms", "789 µs".
@@ -39,5 +53,8 @@ inline std::string bytes_str(double b) {
     if (b >= 1024) return fmt("%.3g", b / 1024) + " KiB";
     return fmt("%.3g", b) + " B";
 }
+
+// v to `digits` significant digits, printf's %g: "0.0123", "372", "4.19e+09".
+inline std::string fmt(double v, int digits = 3) { return fmt("%.*g", digits, v); }
 
 }  // namespace mw

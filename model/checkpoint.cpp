@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "harness/strings.hpp"
 #include "model/safetensors.hpp"
 
 namespace mw::model {
@@ -21,12 +22,6 @@ constexpr Field kIntFields[] = {{"d_model", &Config::d_model}, {"layers", &Confi
                                 {"heads", &Config::heads},     {"kv_heads", &Config::kv_heads},
                                 {"d_ff", &Config::d_ff},       {"vocab", &Config::vocab},
                                 {"max_seq", &Config::max_seq}};
-
-std::string num(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
 
 }  // namespace
 
@@ -67,8 +62,8 @@ void save_model(const std::filesystem::path& path, const ModelFile& m) {
     f.metadata = m.info;
     f.metadata["format"] = kFormat;
     for (const auto& fld : kIntFields) f.metadata[fld.name] = std::to_string(m.config.*fld.member);
-    f.metadata["rope_base"] = num(m.config.rope_base);
-    f.metadata["norm_eps"] = num(m.config.norm_eps);
+    f.metadata["rope_base"] = fmt(m.config.rope_base, 17);
+    f.metadata["norm_eps"] = fmt(m.config.norm_eps, 17);
     for (const auto& t : layout(m.config))
         f.tensors.push_back(st::make_f32(t.name, t.shape, {m.params.data() + t.offset, t.count}));
     if (m.optimizer) {
@@ -77,7 +72,7 @@ void save_model(const std::filesystem::path& path, const ModelFile& m) {
         f.tensors.push_back(st::make_f32("optimizer.m", {n}, o.m));
         f.tensors.push_back(st::make_f32("optimizer.v", {n}, o.v));
         f.metadata["optimizer.step"] = std::to_string(o.step);
-        f.metadata["optimizer.weight_decay"] = num(o.weight_decay);
+        f.metadata["optimizer.weight_decay"] = fmt(o.weight_decay, 17);
     }
     st::save(path, f);
 }

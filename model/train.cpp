@@ -31,9 +31,10 @@
 #include "harness/command.hpp"
 #include "harness/plot.hpp"
 #include "harness/results.hpp"
-#include "model/trainer.hpp"
+#include "harness/strings.hpp"
 #include "model/checkpoint.hpp"
 #include "model/corpus.hpp"
+#include "model/trainer.hpp"
 
 namespace mw {
 namespace {
@@ -55,10 +56,8 @@ struct TrainCliOptions {
 };
 
 std::string hms(double s) {
-    char buf[32];
     const int t = int(std::lround(s));
-    std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-    return buf;
+    return fmt("%dm%02ds", t / 60, t % 60);
 }
 
 void check_options(const TrainCliOptions& o) {

@@ -222,9 +222,7 @@ double stated_precision(double v, const json& claim) {
     if (claim.contains("precision")) return claim["precision"].get<double>();
     v = std::abs(v);
     if (v == 0) return 0;
-    char b[64];
-    std::snprintf(b, sizeof b, "%.12g", v);
-    std::string t = b;
+    std::string t = fmt(v, 12);
     if (t.find('e') != std::string::npos) {  // 4.19e+09: mantissa digits after the point
         const auto e = t.find('e'), dot = t.find('.');
         const int decimals = dot == std::string::npos || dot > e ? 0 : static_cast<int>(e - dot - 1);

@@ -467,18 +467,14 @@ std::string read_text(const fs::path& p) {
 std::string fmt_num(double x, int digits) {
     if (!std::isfinite(x)) return "??";
     if (x == 0) return "0";
-    char buf[64];
-    if (std::fabs(x) >= std::pow(10.0, digits)) {
-        std::snprintf(buf, sizeof buf, "%.0f", x);
-    } else {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-        if (std::string(buf).find('e') != std::string::npos) {
-            // Small numbers: fixed notation with `digits` significant digits.
-            const int decimals = std::min(12, digits - 1 - int(std::floor(std::log10(std::fabs(x)))));
-            std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-        }
+    if (std::fabs(x) >= std::pow(10.0, digits)) return fmt("%.0f", x);
+    std::string s = fmt(x, digits);
+    if (s.find('e') != std::string::npos) {
+        // Small numbers: fixed notation with `digits` significant digits.
+        const int decimals = std::min(12, digits - 1 - int(std::floor(std::log10(std::fabs(x)))));
+        s = fmt("%.*f", decimals, x);
     }
-    return buf;
+    return s;
 }
 
 Value evaluate(const std::string& expr, const Context& ctx) {

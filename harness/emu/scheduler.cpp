@@ -28,6 +28,7 @@
 
 #include "harness/emu/cuda_emu.hpp"
 #include "harness/emu/emu_internal.hpp"
+#include "harness/strings.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -144,11 +145,7 @@ Worker& worker_state() {
 }
 
 // --- messages ------------------------------------------------------------------------
-std::string coords(const uint3& v) {
-    char b[48];
-    std::snprintf(b, sizeof b, "(%u,%u,%u)", v.x, v.y, v.z);
-    return b;
-}
+std::string coords(const uint3& v) { return fmt("(%u,%u,%u)", v.x, v.y, v.z); }
 std::string where(const std::source_location& l) {
     std::string file = l.file_name();
     return file + ":" + std::to_string(l.line());
@@ -176,11 +173,7 @@ const char* op_name(WarpOp op) {
     }
     return "warp primitive";
 }
-std::string hex(unsigned m) {
-    char b[16];
-    std::snprintf(b, sizeof b, "0x%08x", m);
-    return b;
-}
+std::string hex(unsigned m) { return fmt("0x%08x", m); }
 std::string state_name(const Fiber& f) {
     switch (f.state) {
         case State::done: return "has exited";

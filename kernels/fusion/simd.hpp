@@ -3,17 +3,16 @@
 // The project is compiled without -march, so every kernel is written once as
 // a template over a GCC vector type (16 floats = one AVX-512 register, 8 =
 // one AVX2 register) and instantiated inside two small wrappers that carry
-// a target attribute:
+// a target attribute (harness/isa.hpp writes them):
 //
 //   template <class V> MW_SIMD_INLINE void row_kernel(...);        // generic
-//   MW_TARGET_AVX512 void row512(...) { row_kernel<simd::f16>(...); }
-//   MW_TARGET_AVX2   void row256(...) { row_kernel<simd::f8>(...); }
+//   auto fn = isa::pick_kernel<row_kernel<simd::f16>, row_kernel<simd::f8>>();
 //
 // The template has no target of its own and is force-inlined into the
 // wrapper, so GCC lowers the vector arithmetic with the wrapper's ISA (and
 // contracts a*b+c into an FMA). Intrinsics could not be used here: an
 // intrinsic may only be inlined into a function that already has its target.
-// simd::pick() (harness/isa.hpp) chooses at run time; MEMWALL_ISA=avx2 forces
+// pick_kernel chooses at run time (simd::pick()); MEMWALL_ISA=avx2 forces
 // the fallback.
 //
 // Math: exp is a fitted degree-6 polynomial after a 2^n range reduction (max
@@ -35,8 +34,6 @@
 #include <string_view>
 
 #include "harness/isa.hpp"
-
-#define MW_SIMD_INLINE __attribute__((always_inline)) inline
 
 // Vector types cross no ABI boundary here (everything is inlined into its
 // wrapper), so GCC's note about their calling convention is noise.

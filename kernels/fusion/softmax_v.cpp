@@ -37,28 +37,14 @@ MW_SIMD_INLINE void probs_rows(const float* X, long ldx, int mb, int kc, const f
         else softmax::row_normalize_into<V>(X + i * ldx, P + i * ldp, kc, m[i], inv[i]);
     }
 }
-MW_TARGET_AVX512 void stats512(const float* X, long C, int mb, float* m, float* inv) {
-    stats_rows<simd::f16>(X, C, mb, m, inv);
-}
-MW_TARGET_AVX2 void stats256(const float* X, long C, int mb, float* m, float* inv) {
-    stats_rows<simd::f8>(X, C, mb, m, inv);
-}
-MW_TARGET_AVX512 void probs512(const float* X, long ldx, int mb, int kc, const float* m, const float* inv, float* P,
-                               long ldp, bool stream) {
-    probs_rows<simd::f16>(X, ldx, mb, kc, m, inv, P, ldp, stream);
-}
-MW_TARGET_AVX2 void probs256(const float* X, long ldx, int mb, int kc, const float* m, const float* inv, float* P,
-                             long ldp, bool stream) {
-    probs_rows<simd::f8>(X, ldx, mb, kc, m, inv, P, ldp, stream);
-}
 }  // namespace
 
 void row_stats(const float* X, long C, int mb, float* m, float* inv) {
-    (simd::pick() == simd::Isa::avx512 ? &stats512 : &stats256)(X, C, mb, m, inv);
+    isa::pick_kernel<stats_rows<simd::f16>, stats_rows<simd::f8>>()(X, C, mb, m, inv);
 }
 void probs(const float* X, long ldx, int mb, int kc, const float* m, const float* inv, float* P, long ldp,
            bool stream) {
-    (simd::pick() == simd::Isa::avx512 ? &probs512 : &probs256)(X, ldx, mb, kc, m, inv, P, ldp, stream);
+    isa::pick_kernel<probs_rows<simd::f16>, probs_rows<simd::f8>>()(X, ldx, mb, kc, m, inv, P, ldp, stream);
 }
 long a_floats(const gemm::cpu::Kernel& k) { return gemm::cpu::packed_a_floats(k.mc, k.kc, k.mr); }
 void check_d(std::int64_t d, const gemm::cpu::Kernel& k) {

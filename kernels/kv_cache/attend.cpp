@@ -117,19 +117,6 @@ void chunk_scalar(const float* q, int G, int hd, const Src& src, int n, float* m
     }
 }
 
-MW_TARGET_AVX512 void chunk512(const float* q, int G, int hd, const F32Src& s, int n, float* m, float* l, float* acc) {
-    chunk_simd<simd::f16>(q, G, hd, s, n, m, l, acc);
-}
-MW_TARGET_AVX2 void chunk256(const float* q, int G, int hd, const F32Src& s, int n, float* m, float* l, float* acc) {
-    chunk_simd<simd::f8>(q, G, hd, s, n, m, l, acc);
-}
-MW_TARGET_AVX512 void chunk512(const float* q, int G, int hd, const I8Src& s, int n, float* m, float* l, float* acc) {
-    chunk_simd<simd::f16>(q, G, hd, s, n, m, l, acc);
-}
-MW_TARGET_AVX2 void chunk256(const float* q, int G, int hd, const I8Src& s, int n, float* m, float* l, float* acc) {
-    chunk_simd<simd::f8>(q, G, hd, s, n, m, l, acc);
-}
-
 template <class Src, class Chunks>
 void attend_any(const float* q, int G, int hd, int len, const Chunks& chunk, float* o) {
     if (G < 1 || G > kMaxGroup)
@@ -142,14 +129,14 @@ void attend_any(const float* q, int G, int hd, int len, const Chunks& chunk, flo
     std::fill(m, m + G, -INFINITY);
     std::fill(l, l + G, 0.0f);
     std::fill(acc, acc + std::int64_t(G) * hd, 0.0f);
-    const auto isa = simd::pick();  // once per call: it reads the environment
-    const int path = isa == simd::Isa::avx512 && hd % 16 == 0 ? 16 : hd % 8 == 0 ? 8 : 1;
+    const bool wide = simd::pick() == simd::Isa::avx512;  // once per call: it reads the environment
+    const int path = wide && hd % 16 == 0 ? 16 : hd % 8 == 0 ? 8 : 1;
     for (int c = 0; c * kAttnChunk < len; ++c) {
         const auto rows = chunk(c);
         const Src src{rows};
         const int n = std::min(kAttnChunk, len - c * kAttnChunk);
-        if (path == 16) chunk512(q, G, hd, src, n, m, l, acc);
-        else if (path == 8) chunk256(q, G, hd, src, n, m, l, acc);
+        if (path == 16) isa::on_avx512<chunk_simd<simd::f16, Src>>(q, G, hd, src, n, m, l, acc);
+        else if (path == 8) isa::on_avx2<chunk_simd<simd::f8, Src>>(q, G, hd, src, n, m, l, acc);
         else chunk_scalar(q, G, hd, src, n, m, l, acc);
     }
     for (int g = 0; g < G; ++g)

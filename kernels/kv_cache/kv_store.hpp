@@ -99,6 +99,18 @@ private:
     KvGeometry g_;
 };
 
+// What each layout below implements: KvStore's pure virtuals (documented there).
+#define MW_KV_STORE_OVERRIDES                                                                               \
+    bool open(int seq, int max_len) override;                                                              \
+    bool grow(int seq, int len) override;                                                                  \
+    void close(int seq) override;                                                                          \
+    bool is_open(int seq) const override;                                                                  \
+    int capacity(int seq) const override;                                                                  \
+    void write(int seq, int layer, int pos, const float* k, const float* v) override;                      \
+    void attend(int seq, int layer, int kv_head, int len, const float* q, int G, float* o) const override; \
+    double budget_bytes() const override;                                                                  \
+    double reserved_bytes() const override;
+
 // A slot of max_len positions per sequence; `slots` sequences at most.
 // Layout per slot: [layer][position][kv_dim] for K and for V (int8 scales
 // [layer][position][kv_head]).
@@ -108,15 +120,7 @@ public:
     std::string name() const override { return e_ == Elem::f32 ? "contiguous" : "contiguous_int8"; }
     int slots() const { return slots_; }
     int slot_len() const { return max_len_; }
-    bool open(int seq, int max_len) override;
-    bool grow(int seq, int len) override;
-    void close(int seq) override;
-    bool is_open(int seq) const override;
-    int capacity(int seq) const override;
-    void write(int seq, int layer, int pos, const float* k, const float* v) override;
-    void attend(int seq, int layer, int kv_head, int len, const float* q, int G, float* o) const override;
-    double budget_bytes() const override;
-    double reserved_bytes() const override;
+    MW_KV_STORE_OVERRIDES
 
 private:
     double position_bytes() const override { return bytes_per_position(geometry(), e_); }
@@ -141,15 +145,7 @@ class PagedStore final : public KvStore {
 public:
     PagedStore(KvGeometry g, int max_seqs, int n_blocks, int block_size = 16);
     std::string name() const override { return "paged"; }
-    bool open(int seq, int max_len) override;
-    bool grow(int seq, int len) override;
-    void close(int seq) override;
-    bool is_open(int seq) const override;
-    int capacity(int seq) const override;
-    void write(int seq, int layer, int pos, const float* k, const float* v) override;
-    void attend(int seq, int layer, int kv_head, int len, const float* q, int G, float* o) const override;
-    double budget_bytes() const override;
-    double reserved_bytes() const override;
+    MW_KV_STORE_OVERRIDES
     double wasted_bytes() const override;
     void truncate(int seq, int len) override;
 
@@ -172,5 +168,7 @@ private:
     std::vector<int> max_len_;  // per sequence; 0 = closed
     std::vector<float> pool_;   // [block][layer][kv_head][K|V][row][head_dim]
 };
+
+#undef MW_KV_STORE_OVERRIDES
 
 }  // namespace mw::kv_cache

@@ -125,18 +125,6 @@ MW_SIMD_INLINE void swiglu_bwd_chunk(const float* a, const float* b, const float
         db[i] = dh[i] * a[i] * s;
     }
 }
-MW_TARGET_AVX512 void swiglu_fwd512(const float* a, const float* b, float* h, long n) {
-    swiglu_fwd_chunk<simd::f16>(a, b, h, n);
-}
-MW_TARGET_AVX2 void swiglu_fwd256(const float* a, const float* b, float* h, long n) {
-    swiglu_fwd_chunk<simd::f8>(a, b, h, n);
-}
-MW_TARGET_AVX512 void swiglu_bwd512(const float* a, const float* b, const float* dh, float* da, float* db, long n) {
-    swiglu_bwd_chunk<simd::f16>(a, b, dh, da, db, n);
-}
-MW_TARGET_AVX2 void swiglu_bwd256(const float* a, const float* b, const float* dh, float* da, float* db, long n) {
-    swiglu_bwd_chunk<simd::f8>(a, b, dh, da, db, n);
-}
 
 // Chunks of 4096 elements dealt to the threads.
 template <class F> void chunked(std::int64_t n, F f) {
@@ -152,12 +140,6 @@ template <class V> MW_SIMD_INLINE void softmax_prefix(float* s, long valid, long
     sm::row_normalize_into<V>(s, s, valid, m, 1.0f / sum);
     std::fill(s + valid, s + n, 0.0f);
 }
-MW_TARGET_AVX512 void softmax_prefix512(float* s, long valid, long n, float scale) {
-    softmax_prefix<simd::f16>(s, valid, n, scale);
-}
-MW_TARGET_AVX2 void softmax_prefix256(float* s, long valid, long n, float scale) {
-    softmax_prefix<simd::f8>(s, valid, n, scale);
-}
 
 // -log p[target] of one row, and dz = (p - onehot) * dscale.
 template <class V> MW_SIMD_INLINE double xent_row(const float* z, int target, int V_, float* dz, float dscale) {
@@ -167,41 +149,28 @@ template <class V> MW_SIMD_INLINE double xent_row(const float* z, int target, in
     dz[target] -= dscale;
     return double(m) + std::log(double(sum)) - double(z[target]);
 }
-MW_TARGET_AVX512 double xent512(const float* z, int t, int n, float* dz, float ds) {
-    return xent_row<simd::f16>(z, t, n, dz, ds);
-}
-MW_TARGET_AVX2 double xent256(const float* z, int t, int n, float* dz, float ds) {
-    return xent_row<simd::f8>(z, t, n, dz, ds);
-}
 
 }  // namespace
 
 void swiglu_forward(const float* a, const float* b, float* h, std::int64_t n) {
-    const bool wide = simd::pick() == simd::Isa::avx512;
-    chunked(n, [&](std::int64_t i, std::int64_t len) {
-        wide ? swiglu_fwd512(a + i, b + i, h + i, len) : swiglu_fwd256(a + i, b + i, h + i, len);
-    });
+    const auto fwd = isa::pick_kernel<swiglu_fwd_chunk<simd::f16>, swiglu_fwd_chunk<simd::f8>>();
+    chunked(n, [&](std::int64_t i, std::int64_t len) { fwd(a + i, b + i, h + i, len); });
 }
 
 void swiglu_backward(const float* a, const float* b, const float* dh, float* da, float* db, std::int64_t n) {
-    const bool wide = simd::pick() == simd::Isa::avx512;
-    chunked(n, [&](std::int64_t i, std::int64_t len) {
-        wide ? swiglu_bwd512(a + i, b + i, dh + i, da + i, db + i, len)
-             : swiglu_bwd256(a + i, b + i, dh + i, da + i, db + i, len);
-    });
+    const auto bwd = isa::pick_kernel<swiglu_bwd_chunk<simd::f16>, swiglu_bwd_chunk<simd::f8>>();
+    chunked(n, [&](std::int64_t i, std::int64_t len) { bwd(a + i, b + i, dh + i, da + i, db + i, len); });
 }
 
 void softmax_causal_row(float* s, long valid, long n, float scale) {
-    simd::pick() == simd::Isa::avx512 ? softmax_prefix512(s, valid, n, scale) : softmax_prefix256(s, valid, n, scale);
+    isa::pick_kernel<softmax_prefix<simd::f16>, softmax_prefix<simd::f8>>()(s, valid, n, scale);
 }
 
 double cross_entropy(const float* z, const int* targets, std::int64_t rows, int V, float* dz, float dscale) {
-    const bool wide = simd::pick() == simd::Isa::avx512;
+    const auto xent = isa::pick_kernel<xent_row<simd::f16>, xent_row<simd::f8>>();
     double total = 0;
 #pragma omp parallel for schedule(static) reduction(+ : total) if (rows >= kParallelRows)
-    for (std::int64_t r = 0; r < rows; ++r)
-        total += wide ? xent512(z + r * V, targets[r], V, dz + r * V, dscale)
-                      : xent256(z + r * V, targets[r], V, dz + r * V, dscale);
+    for (std::int64_t r = 0; r < rows; ++r) total += xent(z + r * V, targets[r], V, dz + r * V, dscale);
     return total;
 }
 

@@ -160,9 +160,6 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
     }
 }
 
-MW_TARGET_AVX512 void block512(const Work& w, long bh, long q0, float* ws) { attend_block<simd::f16>(w, bh, q0, ws); }
-MW_TARGET_AVX2 void block256(const Work& w, long bh, long q0, float* ws) { attend_block<simd::f8>(w, bh, q0, ws); }
-
 Instance prepare(Problem& p) {
     Work w{attn_shape(p.shape), 0, p.in("Q").as<float>(), p.in("K").as<float>(), p.in("V").as<float>(),
            p.out("O").as<float>()};
@@ -171,7 +168,7 @@ Instance prepare(Problem& p) {
     const long per_thread = (workspace_floats(w.a.D, w.Dp) + 15) / 16 * 16;
     auto ws = std::shared_ptr<float[]>(new (std::align_val_t(64)) float[per_thread * threads],
                                        [](float* q) { ::operator delete[](q, std::align_val_t(64)); });
-    auto fn = simd::pick() == simd::Isa::avx512 ? &block512 : &block256;
+    auto fn = isa::pick_kernel<attend_block<simd::f16>, attend_block<simd::f8>>();
     Instance inst;
     inst.run = [=] {
         const long blocks = (w.a.S + kBr - 1) / kBr, tasks = w.a.B * w.a.H * blocks;

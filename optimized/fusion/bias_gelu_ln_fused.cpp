@@ -90,15 +90,6 @@ MW_SIMD_INLINE void fused_row(const float* x, const float* bias, const float* ga
     for (long j = Hv; j < H; ++j) y[j] = (buf[j] - mean) * rstd * gamma[j] + beta[j];
 }
 
-MW_TARGET_AVX512 void row512(const float* x, const float* b, const float* g, const float* be, float* buf, float* y,
-                             long H) {
-    fused_row<simd::f16>(x, b, g, be, buf, y, H);
-}
-MW_TARGET_AVX2 void row256(const float* x, const float* b, const float* g, const float* be, float* buf, float* y,
-                           long H) {
-    fused_row<simd::f8>(x, b, g, be, buf, y, H);
-}
-
 Instance prepare(Problem& p) {
     const long R = p.shape["rows"], H = p.shape["hidden"];
     const float* x = p.in("x").as<float>();
@@ -111,7 +102,7 @@ Instance prepare(Problem& p) {
     const long stride = (H + 15) / 16 * 16;
     auto bufs = std::shared_ptr<float[]>(new (std::align_val_t(64)) float[stride * threads],
                                          [](float* q) { ::operator delete[](q, std::align_val_t(64)); });
-    auto row = simd::pick() == simd::Isa::avx512 ? &row512 : &row256;
+    auto row = isa::pick_kernel<fused_row<simd::f16>, fused_row<simd::f8>>();
     Instance inst;
     inst.run = [=] {
 #pragma omp parallel num_threads(threads)
@@ -129,7 +120,7 @@ Instance prepare(Problem& p) {
 
 void bias_gelu_ln_rows(const float* x, const float* bias, const float* gamma, const float* beta, float* y, long R,
                        long H, float* buf) {
-    auto row = simd::pick() == simd::Isa::avx512 ? &row512 : &row256;
+    auto row = isa::pick_kernel<fused_row<simd::f16>, fused_row<simd::f8>>();
     for (long r = 0; r < R; ++r) row(x + r * H, bias, gamma, beta, buf, y + r * H, H);
     _mm_sfence();
 }

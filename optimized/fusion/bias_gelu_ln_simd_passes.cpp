@@ -65,9 +65,6 @@ template <class V> MW_SIMD_INLINE void run_pass(int pass, const Args& a, long r)
     }
 }
 
-MW_TARGET_AVX512 void pass512(int pass, const Args& a, long r) { run_pass<simd::f16>(pass, a, r); }
-MW_TARGET_AVX2 void pass256(int pass, const Args& a, long r) { run_pass<simd::f8>(pass, a, r); }
-
 Instance prepare(Problem& p) {
     const long R = p.shape["rows"], H = p.shape["hidden"];
     auto t1 = std::make_shared<std::vector<float>>(R * H);
@@ -88,7 +85,7 @@ Instance prepare(Problem& p) {
 void bias_gelu_ln_passes(const float* x, const float* bias, const float* gamma, const float* beta, float* t1,
                          float* t2, float* stats, float* y, long R, long H) {
     const Args a{x, bias, gamma, beta, t1, t2, stats, stats + R, y, H};
-    auto pass = simd::pick() == simd::Isa::avx512 ? &pass512 : &pass256;
+    auto pass = isa::pick_kernel<run_pass<simd::f16>, run_pass<simd::f8>>();
     for (int k = 1; k <= 5; ++k) {
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < R; ++r) pass(k, a, r);

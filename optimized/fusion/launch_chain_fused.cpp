@@ -41,15 +41,13 @@ template <class V> MW_SIMD_INLINE void chain_slice(const float* x, float* y, lon
         std::copy(buf, buf + len, y + i0);
     }
 }
-MW_TARGET_AVX512 void slice512(const float* x, float* y, long n, int ops) { chain_slice<simd::f16>(x, y, n, ops); }
-MW_TARGET_AVX2 void slice256(const float* x, float* y, long n, int ops) { chain_slice<simd::f8>(x, y, n, ops); }
 
 Instance prepare(Problem& p) {
     const long n = p.shape["n"];
     const int ops = int(p.shape["ops"]);
     const float* x = p.in("x").as<float>();
     float* y = p.out("y").as<float>();
-    auto fn = simd::pick() == simd::Isa::avx512 ? &slice512 : &slice256;
+    auto fn = isa::pick_kernel<chain_slice<simd::f16>, chain_slice<simd::f8>>();
     Instance inst;
     inst.run = [=] {
         // Slices of whole 256-float blocks, one per thread.

@@ -22,13 +22,6 @@ template <class V> MW_SIMD_INLINE void sweep(int k, const float* x, float* y, fl
     float* s = stats + R;
     if (k == 1) softmax::row_online_stats<V>(x + r * C, C, &m[r], &s[r]);
     else softmax::row_normalize<V>(x + r * C, y + r * C, C, m[r], 1.0f / s[r]);
-}
-MW_TARGET_AVX512 void sweep512(int k, const float* x, float* y, float* st, long R, long C, long r) {
-    sweep<simd::f16>(k, x, y, st, R, C, r);
-    if (k == 2) softmax::stream_fence();
-}
-MW_TARGET_AVX2 void sweep256(int k, const float* x, float* y, float* st, long R, long C, long r) {
-    sweep<simd::f8>(k, x, y, st, R, C, r);
     if (k == 2) softmax::stream_fence();
 }
 
@@ -37,7 +30,7 @@ Instance prepare(Problem& p) {
     const float* x = p.in("x").as<float>();
     float* y = p.out("y").as<float>();
     auto stats = std::make_shared<std::vector<float>>(2 * R);
-    auto fn = simd::pick() == simd::Isa::avx512 ? &sweep512 : &sweep256;
+    auto fn = isa::pick_kernel<sweep<simd::f16>, sweep<simd::f8>>();
     Instance inst;
     inst.run = [=] {
         for (int k = 1; k <= 2; ++k) {

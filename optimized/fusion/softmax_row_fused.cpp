@@ -19,14 +19,12 @@ template <class V> MW_SIMD_INLINE void row(const float* x, float* y, long C) {
     softmax::row_online_stats<V>(x, C, &m, &s);
     softmax::row_normalize<V>(x, y, C, m, 1.0f / s);
 }
-MW_TARGET_AVX512 void row512(const float* x, float* y, long C) { row<simd::f16>(x, y, C); }
-MW_TARGET_AVX2 void row256(const float* x, float* y, long C) { row<simd::f8>(x, y, C); }
 
 Instance prepare(Problem& p) {
     const long R = p.shape["rows"], C = p.shape["cols"];
     const float* x = p.in("x").as<float>();
     float* y = p.out("y").as<float>();
-    auto fn = simd::pick() == simd::Isa::avx512 ? &row512 : &row256;
+    auto fn = isa::pick_kernel<row<simd::f16>, row<simd::f8>>();
     Instance inst;
     inst.run = [=] {
 #pragma omp parallel

@@ -332,10 +332,10 @@ inline void merge(const Workspace& ws, long b, float* o) {
     }
 }
 
-// One task's work as compiled for one ISA: the rung's MW_TARGET wrapper
-// around detail::task<V, R> (OpenMP outlines the parallel loop below into a
-// function of its own, without the wrapper's target, so the SIMD code must
-// sit behind a call).
+// One task's work as compiled for one ISA: detail::task<V, R> inside its
+// MW_TARGET wrapper, isa::pick_kernel's choice (OpenMP outlines the parallel
+// loop below into a function of its own, without the wrapper's target, so
+// the SIMD code must sit behind a call).
 template <class T>
 using TaskFn = void (*)(const Cache<T>& kv, const float* q, long heads, long s, long c, long next, Workspace& ws,
                         float* scratch);

@@ -28,21 +28,9 @@
 #include "reference/kv_cache/generate.hpp"
 
 namespace mw::kv_cache::cpu {
-namespace {
-
-MW_TARGET_AVX512 void task512(const Cache<std::int8_t>& kv, const float* q, long heads, long s, long c, long next,
-                              Workspace& ws, float* scratch) {
-    detail::task<simd::f16, I8Format>(kv, q, heads, s, c, next, ws, scratch);
-}
-MW_TARGET_AVX2 void task256(const Cache<std::int8_t>& kv, const float* q, long heads, long s, long c, long next,
-                            Workspace& ws, float* scratch) {
-    detail::task<simd::f8, I8Format>(kv, q, heads, s, c, next, ws, scratch);
-}
-
-}  // namespace
-
 void decode_i8(const Cache<std::int8_t>& kv, const float* q, long heads, float* o, Workspace& ws) {
-    decode<std::int8_t>(simd::pick() == simd::Isa::avx512 ? task512 : task256, kv, q, heads, o, ws);
+    decode<std::int8_t>(isa::pick_kernel<detail::task<simd::f16, I8Format>, detail::task<simd::f8, I8Format>>(), kv, q,
+                        heads, o, ws);
 }
 
 }  // namespace mw::kv_cache::cpu

@@ -55,13 +55,6 @@ template <class V> MW_SIMD_INLINE void sweep(int k, const float* x, float* y, fl
     if (k == 1) m[r] = softmax::row_max<V>(x + r * C, C);
     else if (k == 2) s[r] = softmax::row_sum_exp<V>(x + r * C, C, m[r]);
     else softmax::row_normalize<V>(x + r * C, y + r * C, C, m[r], 1.0f / s[r]);
-}
-MW_TARGET_AVX512 void sweep512(int k, const float* x, float* y, float* st, long R, long C, long r) {
-    sweep<simd::f16>(k, x, y, st, R, C, r);
-    if (k == 3) softmax::stream_fence();
-}
-MW_TARGET_AVX2 void sweep256(int k, const float* x, float* y, float* st, long R, long C, long r) {
-    sweep<simd::f8>(k, x, y, st, R, C, r);
     if (k == 3) softmax::stream_fence();
 }
 
@@ -70,7 +63,7 @@ Instance prepare_three_pass(Problem& p) {
     const float* x = p.in("x").as<float>();
     float* y = p.out("y").as<float>();
     auto stats = std::make_shared<std::vector<float>>(2 * R);
-    auto fn = simd::pick() == simd::Isa::avx512 ? &sweep512 : &sweep256;
+    auto fn = isa::pick_kernel<sweep<simd::f16>, sweep<simd::f8>>();
     Instance inst;
     inst.run = [=] {
         for (int k = 1; k <= 3; ++k) {
