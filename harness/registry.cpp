@@ -96,6 +96,8 @@ std::string Shape::str() const {
     return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+
 Buffer Buffer::make(std::string name, DType dtype, std::size_t count, std::vector<std::int64_t> dims) {
     Buffer b;
     b.dims = std::move(dims);

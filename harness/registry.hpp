@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,6 +50,8 @@ struct Shape {
     std::string str() const;                                 // "m=1024,n=1024,k=1024"
     bool operator==(const Shape&) const = default;
 };
+// Prints str(): test names and failure messages show the axes, not bytes.
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 // A host buffer, 64-byte aligned, with a dtype and an element count.
 struct Buffer {

@@ -3,16 +3,11 @@
 # are reported as skipped (never passed) on a machine without a GPU.
 # Chromium is installed too, for the headless-browser test of the HTML report,
 # and the clang_repl Jupyter kernel the notebook tests execute the notebooks in.
-# Then the emulated CUDA kernels run again under AddressSanitizer, which turns
-# an out-of-bounds global or shared access into a failure.
+# The emulated CUDA kernels' tests run under AddressSanitizer (ctest names
+# asan:<test>; tests/CMakeLists.txt, memwall_asan_twin), which turns an
+# out-of-bounds global or shared access into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --browser --notebooks --nccl   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel; NCCL for the GPU MoE rung (compiled, run only on GPUs)
 ./scripts/build.sh
 ctest --preset release -j "$(nproc)" --timeout 600
-
-echo "== cuda-emu under AddressSanitizer"
-cmake --preset asan >/dev/null
-# memwall_emu_tests: every test executable with cuda-emu suites (tests/CMakeLists.txt).
-cmake --build --preset asan -j "$(nproc)" --target memwall_emu_tests
-ctest --preset asan -j "$(nproc)" --timeout 600 -R "Emu"

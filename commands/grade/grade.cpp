@@ -196,10 +196,11 @@ fs::path emu_library() {
 // The worker library a CPU worker links, from the build tree memwall runs
 // from (CMakeLists.txt, "The grader's worker libraries"): the level's own
 // (what its adapter calls, never the graded op's rungs) when it has one;
-// with --reference-solution, the one with every rung. Empty: none.
+// with --reference-solution, the one with every level's solution sources
+// (the rungs the solutions build on). Empty: none.
 fs::path worker_library(const Exercise& x, bool reference_solution) {
     const std::string name =
-        reference_solution ? "libmemwall_worker.a" : "libmemwall_worker_" + x.level_id + ".a";
+        reference_solution ? "libmemwall_worker_solutions.a" : "libmemwall_worker_" + x.level_id + ".a";
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())

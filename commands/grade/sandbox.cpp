@@ -607,7 +607,10 @@ std::string cpu_list(int cpus) {
     const cpu_set_t set = first_cpus(cpus > 0 ? cpus : CPU_SETSIZE);
     std::string s;
     for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) s += (s.empty() ? "" : ",") + std::to_string(c);
+        if (CPU_ISSET(c, &set)) {
+            if (!s.empty()) s += ',';
+            s += std::to_string(c);
+        }
     return s;
 }
 

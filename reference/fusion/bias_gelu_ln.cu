@@ -37,7 +37,7 @@ __global__ void layernorm_kernel(const float* __restrict__ t2, const float* __re
     red[threadIdx.x] = s;
     __syncthreads();
     for (int w = kThreads / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        if (int(threadIdx.x) < w) red[threadIdx.x] += red[threadIdx.x + w];
         __syncthreads();
     }
     const float mean = red[0] / H;
@@ -47,7 +47,7 @@ __global__ void layernorm_kernel(const float* __restrict__ t2, const float* __re
     red[threadIdx.x] = q;
     __syncthreads();
     for (int w = kThreads / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        if (int(threadIdx.x) < w) red[threadIdx.x] += red[threadIdx.x + w];
         __syncthreads();
     }
     const float rstd = rsqrtf(red[0] / H + mw::fusion::kLnEps);

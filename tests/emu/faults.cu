@@ -53,7 +53,7 @@ __global__ void unsynchronised_tile_kernel(float* out) {
     out[blockIdx.x * 64 + threadIdx.x] = s;
 }
 
-// Out-of-bounds accesses: only AddressSanitizer (MEMWALL_ASAN=ON) sees these.
+// Out-of-bounds accesses: only AddressSanitizer (the asan: twin) sees these.
 __global__ void global_overflow_kernel(float* out, int n) {
     out[threadIdx.x] = 1.0f;
     if (threadIdx.x == 0) out[n] = 2.0f;  // one past the cudaMalloc'd end

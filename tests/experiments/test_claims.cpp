@@ -79,7 +79,9 @@ TEST(Reproduce, EveryClaimHasAVerdictThatIsNotAnError) {
             EXPECT_TRUE(c.contains("recomputation")) << c["id"];
             EXPECT_TRUE(c.contains("explanation")) << c["id"] << " differs without saying why";
         }
-        if (v == "needs a GPU") EXPECT_EQ(c["ours_text"], "—") << c["id"] << ": a GPU claim must not get a number";
+        if (v == "needs a GPU") {
+            EXPECT_EQ(c["ours_text"], "—") << c["id"] << ": a GPU claim must not get a number";
+        }
     }
     EXPECT_GE(verdicts, 25);
 }
@@ -184,7 +186,10 @@ TEST(Reproduce, UncoveredLineIsReportedAndSeveritiesSorted) {
     bool found = false;
     for (auto& u : doc["coverage"]["uncovered"]) found = found || (u["file"] == "000_probe.txt" && u["line"] == 2);
     EXPECT_TRUE(found) << doc["coverage"].dump().substr(0, 500);
-    for (auto& c : doc["claims"])
-        if (c["verdict"] == "differs") EXPECT_TRUE(c.contains("severity")) << c["id"];
+    for (auto& c : doc["claims"]) {
+        if (c["verdict"] == "differs") {
+            EXPECT_TRUE(c.contains("severity")) << c["id"];
+        }
+    }
     std::filesystem::remove_all(dir);
 }

@@ -117,7 +117,9 @@ TEST(FusionMemory, TiledAttentionPeakFarBelowMaterialized) {
     ASSERT_GT(naive, 0u);
     // Two s x s fp32 buffers = 8 MiB at s = 1024.
     EXPECT_GE(naive, 2u * 1024 * 1024 * 4);
-    if (tiled) EXPECT_LT(tiled * 20, naive) << "tiled " << tiled << " bytes vs naive " << naive;
+    if (tiled) {
+        EXPECT_LT(tiled * 20, naive) << "tiled " << tiled << " bytes vs naive " << naive;
+    }
 }
 
 // Softmax fused into its consumer: P (rows x cols) never exists in full.

@@ -21,7 +21,8 @@ TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
     EXPECT_GT(mw::peak_gflops(c, "fp32"), 1.0);
     EXPECT_GT(mw::peak_gflops(c, "fp64"), 0.5);
     // fp32 SIMD lanes are twice the fp64 ones: the measured peaks must show it.
-    EXPECT_GT(mw::peak_gflops(c, "fp32") / mw::peak_gflops(c, "fp64"), 1.4);
+    EXPECT_GT(mw::peak_gflops(c, "fp32") / mw::peak_gflops(c, "fp64"), 1.4)
+        << "fp32 " << mw::peak_gflops(c, "fp32") << " GFLOP/s, fp64 " << mw::peak_gflops(c, "fp64");
     EXPECT_GT(c.l1_gbps, c.dram_triad_gbps.back());
     // The read roof names the access pattern that won and the pages it read.
     ASSERT_EQ(c.dram_read_by_threads_gbps.size(), 2u);
@@ -39,8 +40,8 @@ TEST(Calibrate, QuickCalibrationMeasuresEveryCeiling) {
     double one = 0;
     for (const auto& p : c.peaks)
         if (p.dtype == "fp32" && p.threads == 1) one = std::max(one, p.gflops);
-    EXPECT_GE(one / c.clock_ghz, 7.0);
-    EXPECT_LE(one / c.clock_ghz, 70.0);
+    EXPECT_GE(one / c.clock_ghz, 7.0) << one << " GFLOP/s at " << c.clock_ghz << " GHz";
+    EXPECT_LE(one / c.clock_ghz, 70.0) << one << " GFLOP/s at " << c.clock_ghz << " GHz";
 }
 
 // MEMWALL_ISA=avx2 measures the AVX2 peak, as the rungs then run: on a CPU

@@ -64,7 +64,9 @@ TEST(ServeTrace, LengthsFollowTheStatedDistribution) {
         prev = r.arrival;
         capped += r.length() == spec.max_len;
         const double f = double(r.prompt.size()) / r.length();
-        if (int(r.prompt.size()) > spec.shared + 1 && r.output > 1) ASSERT_TRUE(f > 0.19 && f < 0.81) << f;
+        if (int(r.prompt.size()) > spec.shared + 1 && r.output > 1) {
+            ASSERT_TRUE(f > 0.19 && f < 0.81) << f;
+        }
     }
     EXPECT_NEAR(sum / 20000, 500, 500 * 0.03);
     EXPECT_NEAR(double(t.requests.back().arrival) / 20000, 4.0, 4.0 * 0.05) << "mean gap";

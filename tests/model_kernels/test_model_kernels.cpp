@@ -525,7 +525,7 @@ void bad_sizes_on(const ElementwiseKernels* k) {
 }
 
 // One suite per backend; "Emu" in the name puts the cuda-emu suite in the
-// AddressSanitizer stage of scripts/test.sh (ctest -R Emu).
+// AddressSanitizer twin (tests/CMakeLists.txt: ctest runs it as asan:<test>).
 #define MW_MODEL_KERNEL_SUITE(Suite, backend)                                              \
     TEST(Suite, RmsNormForwardBackward) {                                                  \
         MW_KERNELS_OR_SKIP(backend, k);                                                    \

@@ -222,7 +222,9 @@ TEST(GemvQCpuIsa, DotRungsNameThePathsArithmetic) {
                 const std::string want = is_bf16 && dot ? "bf16" : want_avx2;
                 EXPECT_EQ(inst.compute, want) << name << " under MEMWALL_ISA=" << isa << " MEMWALL_BF16=" << bf16_path
                                               << ", path " << inst.path;
-                if (is_bf16) EXPECT_EQ(inst.path.find("vdpbf16ps") != std::string::npos, dot) << name << ": " << inst.path;
+                if (is_bf16) {
+                    EXPECT_EQ(inst.path.find("vdpbf16ps") != std::string::npos, dot) << name << ": " << inst.path;
+                }
             }
         }
     unsetenv("MEMWALL_ISA");

@@ -71,9 +71,11 @@ protected:
         for (auto& m : mentions) EXPECT_NE(r.output.find(m), std::string::npos) << "no '" << m << "' in: " << r.output;
         EXPECT_FALSE(fs::exists(dir / "index.html"));
         EXPECT_FALSE(fs::exists(dir / "plots"));
-        if (fs::is_directory(dir))
-            for (auto& e : fs::directory_iterator(dir))
+        if (fs::is_directory(dir)) {
+            for (auto& e : fs::directory_iterator(dir)) {
                 EXPECT_EQ(e.path().filename().string().find("tmp"), std::string::npos) << e.path();
+            }
+        }
     }
 };
 fs::path ReportHtml::good;

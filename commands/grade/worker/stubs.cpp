@@ -1,9 +1,9 @@
 // The two engine hooks the worker library's code calls that a grade worker
 // answers itself: the GPU count (registry.cpp asks it; the worker runs on
 // the CPU) and the allocation tracker (Buffer::make allocates through it;
-// the worker tracks nothing). Part of libmemwall_worker.a, which holds the
-// project's kernels, op definitions and rungs with registration off
-// (CMakeLists.txt, "The grader's worker library").
+// the worker tracks nothing). Part of every libmemwall_worker_*.a, which
+// hold project sources with registration off (CMakeLists.txt, "The
+// grader's worker libraries").
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
