@@ -114,6 +114,10 @@ struct CheckSpec {
     double baseline_factor = 0.0;
     // distribution: the probability that a correct sampler fails one check.
     double alpha = 1e-6;
+    // distribution: how many samples the output must hold, from the shape
+    // (empty: whatever it holds). A sampler that stops early, or counts that
+    // were not all drawn, fail by that alone.
+    std::function<double(const Shape&)> distribution_samples = {};
     // token_sequence: the magnitude of the logits, in logit units. A step is a
     // near-tie when its fp64 top-2 margin is below
     //   rtol(dtype, reduction_length) * tolerance_scale * logit_scale

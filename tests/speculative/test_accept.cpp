@@ -167,6 +167,44 @@ TEST(AcceptGreedy, TargetsTokensForEveryKAndNotWithoutRollback) {
     }
 }
 
+// Decisions: the count of drafts the rule keeps, read here without the rule
+// (draft i kept while u_i q_i(d_i) < p_i(d_i)), on the same seeded rounds.
+int accepted_prefix(int K, int V, const int* d, const double* q, const double* p, const double* u, double, int len, int* next,
+                    int* keep) {
+    int n = 0;
+    while (n < K && u[n] * q[std::size_t(n) * V + d[n]] < p[std::size_t(n) * V + d[n]]) ++n;
+    *next = 0;
+    *keep = len + 1 + n;
+    return n;
+}
+
+// No rule at all: no draft kept, the token drawn from the target's row.
+int never_accepts(int, int V, const int*, const double*, const double* p, const double*, double r, int len, int* next,
+                  int* keep) {
+    *next = sp::draw(p, V, r);
+    *keep = len + 1;
+    return 0;
+}
+
+TEST(AcceptDecisions, TheRulesAcceptancesWhichTheLawAloneCannotSee) {
+    for (auto [v, k] : {std::pair{2, 1}, std::pair{7, 2}, std::pair{8, 3}, std::pair{5, 8}}) {
+        const auto c = sp::make_chain(v, 42);
+        std::vector<std::int32_t> rule(2 * sp::kDecisionRounds), want(rule.size()), never(rule.size());
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, sp::speculative_round, 42, rule.data());
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, accepted_prefix, 42, want.data());
+        EXPECT_EQ(rule, want) << "v " << v << " k " << k;
+        int none = 0, all = 0;
+        for (int i = 0; i < sp::kDecisionRounds; ++i) none += rule[2 * i] == 0, all += rule[2 * i] == k;
+        EXPECT_GT(none, 0) << "v " << v << " k " << k;  // rounds of both extremes
+        EXPECT_GT(all, 0) << "v " << v << " k " << k;
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, never_accepts, 42, never.data());
+        EXPECT_NE(never, rule) << "v " << v << " k " << k;
+    }
+    // Never accepting has the target's law: the distribution check alone
+    // passes it, which is why the decisions are an output.
+    EXPECT_TRUE(check_rule(never_accepts, 8, 3, 200000).ok);
+}
+
 TEST(AcceptOp, RegisteredRungPassesThroughTheHarness) {
     const mw::Op* op = mw::find_op("accept");
     ASSERT_NE(op, nullptr);
