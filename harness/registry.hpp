@@ -277,7 +277,11 @@ int launch_size();
 bool runnable_here(const Variant& v, std::string* why = nullptr);
 
 namespace detail {
-struct OpRegistrar { explicit OpRegistrar(Op op) { register_op(std::move(op)); } };
+// Takes a function that makes the Op, not the Op: the macro's aggregate is
+// then built straight into register_op's argument, and GCC 12's false
+// -Wmaybe-uninitialized on the destroyed temporary's std::function members
+// has no temporary to point at.
+struct OpRegistrar { explicit OpRegistrar(Op (*make)()) { register_op(make()); } };
 struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
 }  // namespace detail
 
@@ -292,8 +296,9 @@ struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
 #define MW_REGISTER_OP(id, ...) static_assert(true, "registration is off in the worker library")
 #define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is off in the worker library")
 #else
-#define MW_REGISTER_OP(id, ...) \
-    static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)(::mw::Op __VA_ARGS__)
+#define MW_REGISTER_OP(id, ...)                                             \
+    static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)( \
+        []() -> ::mw::Op { return ::mw::Op __VA_ARGS__; })
 #define MW_REGISTER_VARIANT(id, ...) \
     static const ::mw::detail::VariantRegistrar MW_CONCAT(mw_variant_registrar_, id)(::mw::Variant __VA_ARGS__, __FILE__)
 #endif
