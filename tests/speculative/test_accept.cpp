@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include "harness/check.hpp"
@@ -193,10 +194,12 @@ TEST(AcceptDecisions, TheRulesAcceptancesWhichTheLawAloneCannotSee) {
         sp::decide_rounds(c.P.data(), c.Q.data(), v, k, sp::speculative_round, 42, rule.data());
         sp::decide_rounds(c.P.data(), c.Q.data(), v, k, accepted_prefix, 42, want.data());
         EXPECT_EQ(rule, want) << "v " << v << " k " << k;
-        int none = 0, all = 0;
-        for (int i = 0; i < sp::kDecisionRounds; ++i) none += rule[2 * i] == 0, all += rule[2 * i] == k;
-        EXPECT_GT(none, 0) << "v " << v << " k " << k;  // rounds of both extremes
-        EXPECT_GT(all, 0) << "v " << v << " k " << k;
+        // Rounds of several kinds: none kept, some kept (all k, where k is small).
+        std::set<int> kinds;
+        for (int i = 0; i < sp::kDecisionRounds; ++i) kinds.insert(rule[2 * i]);
+        EXPECT_TRUE(kinds.count(0)) << "v " << v << " k " << k;
+        EXPECT_GE(kinds.size(), std::size_t(std::min(k + 1, 3))) << "v " << v << " k " << k;
+        if (k <= 3) EXPECT_TRUE(kinds.count(k)) << "v " << v << " k " << k;
         sp::decide_rounds(c.P.data(), c.Q.data(), v, k, never_accepts, 42, never.data());
         EXPECT_NE(never, rule) << "v " << v << " k " << k;
     }
