@@ -88,9 +88,17 @@ double near_tie_threshold(const CheckSpec& spec, DType problem_dtype, double L);
 // distribution. `probs` are the oracle's probabilities of K categories. The
 // output holds counts per category (out.count == K) or samples (category ids,
 // out.count != K). Pearson's chi-square over the categories, those expected
-// fewer than 5 times pooled into one bin; fails when p < alpha, or when a
-// category of probability 0 was drawn, or a sample is not a category id.
-CheckResult check_distribution(const Buffer& out, const std::vector<double>& probs, double alpha);
+// fewer than 5 times pooled into one bin, two-sided: fails when the counts
+// sit too far from the expected ones (upper tail) or too close (lower tail,
+// with 8 or more degrees of freedom: counts written from the law rather
+// than drawn), each tail at alpha / 2;
+// when a category of probability 0 was drawn, or a sample is not a category
+// id; when `samples` > 0 and the output holds another number of samples; and
+// when the law has two or more categories but the samples are too few to
+// fill two bins (a test with no power passes nothing).
+CheckResult check_distribution(const Buffer& out, const std::vector<double>& probs, double alpha, double samples = 0);
+// P(X <= stat) for X ~ chi-square with `dof` degrees of freedom.
+double chi_square_cdf(double stat, double dof);
 // P(X >= stat) for X ~ chi-square with `dof` degrees of freedom.
 double chi_square_sf(double stat, double dof);
 // The regularized upper incomplete gamma function Q(a, x) = Gamma(a, x) / Gamma(a).

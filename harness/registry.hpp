@@ -114,6 +114,10 @@ struct CheckSpec {
     double baseline_factor = 0.0;
     // distribution: the probability that a correct sampler fails one check.
     double alpha = 1e-6;
+    // distribution: how many samples the output must hold, from the shape
+    // (empty: whatever it holds). A sampler that stops early, or counts that
+    // were not all drawn, fail by that alone.
+    std::function<double(const Shape&)> distribution_samples = {};
     // token_sequence: the magnitude of the logits, in logit units. A step is a
     // near-tie when its fp64 top-2 margin is below
     //   rtol(dtype, reduction_length) * tolerance_scale * logit_scale
@@ -273,7 +277,11 @@ int launch_size();
 bool runnable_here(const Variant& v, std::string* why = nullptr);
 
 namespace detail {
-struct OpRegistrar { explicit OpRegistrar(Op op) { register_op(std::move(op)); } };
+// Takes a function that makes the Op, not the Op: the macro's aggregate is
+// then built straight into register_op's argument, and GCC 12's false
+// -Wmaybe-uninitialized on the destroyed temporary's std::function members
+// has no temporary to point at.
+struct OpRegistrar { explicit OpRegistrar(Op (*make)()) { register_op(make()); } };
 struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
 }  // namespace detail
 
@@ -288,8 +296,9 @@ struct VariantRegistrar { VariantRegistrar(Variant v, const char* file); };
 #define MW_REGISTER_OP(id, ...) static_assert(true, "registration is off in the worker library")
 #define MW_REGISTER_VARIANT(id, ...) static_assert(true, "registration is off in the worker library")
 #else
-#define MW_REGISTER_OP(id, ...) \
-    static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)(::mw::Op __VA_ARGS__)
+#define MW_REGISTER_OP(id, ...)                                             \
+    static const ::mw::detail::OpRegistrar MW_CONCAT(mw_op_registrar_, id)( \
+        []() -> ::mw::Op { return ::mw::Op __VA_ARGS__; })
 #define MW_REGISTER_VARIANT(id, ...) \
     static const ::mw::detail::VariantRegistrar MW_CONCAT(mw_variant_registrar_, id)(::mw::Variant __VA_ARGS__, __FILE__)
 #endif

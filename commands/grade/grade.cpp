@@ -25,7 +25,8 @@
 //     no submission code); the reference variant runs outside the sandbox, on
 //     the same inputs, interleaved round by round with the submission, best of
 //     N each; every timed call gets fresh inputs and its output is compared
-//     with the reference's (exactly, for exact exercises), so a fast-but-wrong
+//     with the reference's (exactly, for exact exercises; samples with the
+//     oracle's law, their number exactly), so a fast-but-wrong
 //     (or cached) timed call earns nothing; the speed shape is checked against
 //     the oracle before and after timing;
 //   - grading oracle "reference" (bit-identity exercises): the reference
@@ -74,6 +75,7 @@ constexpr int kCallsPerShape = 2;
 constexpr double kCompileLimitS = 180;
 constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stopping may start
 constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
+constexpr double kTimedCallAlpha = 1e-9;  // a timed call's distribution check (both tails together)
 constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
 constexpr int kBurst = 3;  // calls per side and round
 
@@ -631,16 +633,28 @@ struct GraderError : std::runtime_error {
 // "reference"), must be the same bits.
 std::string compare_with_reference(const Op& op, const Problem& sub, const Problem& ref, bool bitwise) {
     const double L = op.check.reduction_length ? op.check.reduction_length(sub.shape) : 1.0;
+    std::vector<std::vector<double>> law;  // the oracle's, for samples (computed once, when needed)
     for (std::size_t k = 0; k < sub.outputs.size(); ++k) {
         const CheckMode mode = bitwise ? CheckMode::exact : op.check.mode_for(sub.outputs[k].name);
+        // Samples: the reference's draws are no target, the law is. Every
+        // timed call's counts are checked against it (their number exactly,
+        // both tails), so a timed call cannot skip its sampling or write
+        // the expected counts; at alpha 1e-9, as a grading makes dozens.
+        if (mode == CheckMode::distribution) {
+            if (law.empty()) law = op.oracle(sub);
+            const double n = op.check.distribution_samples ? op.check.distribution_samples(sub.shape) : 0;
+            const CheckResult c = check_distribution(sub.outputs[k], law.at(k), kTimedCallAlpha, n);
+            if (!c.ok) return c.message;
+            continue;
+        }
         if (mode == CheckMode::exact) {
             if (std::memcmp(sub.outputs[k].data.get(), ref.outputs[k].data.get(), sub.outputs[k].size_bytes()) != 0)
                 return "output " + sub.outputs[k].name +
                        " differs from the reference's (this exercise is checked exactly)";
             continue;
         }
-        // Token sequences and samples were judged against the oracle by their
-        // own rules; the reference's near-ties or random draws are no target.
+        // Token sequences were judged against the oracle by their own rule;
+        // the reference's near-ties are no target.
         if (mode != CheckMode::tolerance) continue;
         std::vector<double> want(ref.outputs[k].count);
         for (std::size_t i = 0; i < want.size(); ++i) want[i] = load_as_double(ref.outputs[k], i);

@@ -10,7 +10,10 @@
 // Pearson's chi-square at alpha 1e-6, the probability that a correct rule
 // fails one check (a run checks twice) — and `tokens` (`steps` greedy
 // tokens on position-dependent chains), checked exactly against the
-// target alone. Level 07's exercise (levels/07-speculative/).
+// target alone, and `decisions` (each of 512 seeded rounds' accepted drafts
+// and kept positions, given its uniforms), checked exactly against the
+// rule: the law alone cannot tell a rule that never tests a draft and
+// samples the target directly. Level 07's exercise (levels/07-speculative/).
 #include <atomic>
 #include <string>
 
@@ -41,13 +44,18 @@ Problem make_accept(const Shape& s, DType, std::uint64_t seed) {
     p.inputs = {std::move(P), std::move(Q), std::move(B), std::move(S)};
     p.outputs.push_back(Buffer::make("counts", DType::i32, std::size_t(v * v), {v, v}));
     p.outputs.push_back(Buffer::make("tokens", DType::i32, std::size_t(s["steps"])));
+    p.outputs.push_back(Buffer::make("decisions", DType::i32, std::size_t(2 * kDecisionRounds), {kDecisionRounds, 2}));
     return p;
 }
 
 std::vector<std::vector<double>> oracle_accept(const Problem& p) {
     const int v = int(p.shape["v"]);
     const auto tok = greedy_oracle(p.in("P").as<double>(), p.in("bias").as<double>(), bias_rows(p.shape), v, int(p.shape["steps"]));
-    return {pair_probs(p.in("P").as<double>(), v), std::vector<double>(tok.begin(), tok.end())};
+    std::vector<std::int32_t> dec(std::size_t(2 * kDecisionRounds));
+    decide_rounds(p.in("P").as<double>(), p.in("Q").as<double>(), v, int(p.shape["k"]), speculative_round,
+                  std::uint64_t(p.in("seed").as<std::int32_t>()[0]), dec.data());
+    return {pair_probs(p.in("P").as<double>(), v), std::vector<double>(tok.begin(), tok.end()),
+            std::vector<double>(dec.begin(), dec.end())};
 }
 
 std::string validate_accept(const Shape& s) {
@@ -69,11 +77,13 @@ Instance prepare_accept(Problem& p, RoundFn round) {
     const std::uint64_t seed = std::uint64_t(p.in("seed").as<std::int32_t>()[0]);
     std::int32_t* counts = p.out("counts").as<std::int32_t>();
     std::int32_t* tokens = p.out("tokens").as<std::int32_t>();
+    std::int32_t* decisions = p.out("decisions").as<std::int32_t>();
     Instance inst;
     inst.run = [=] {
         std::fill(counts, counts + std::size_t(v) * v, 0);
         sample_pairs(P, Q, v, k, n, round, seed * 1000003 + (*calls)++, counts);
         greedy_tokens(P, Q, B, rows, v, k, steps, round, tokens);
+        decide_rounds(P, Q, v, k, round, seed, decisions);
     };
     return inst;
 }
@@ -82,7 +92,7 @@ Instance prepare_accept(Problem& p, RoundFn round) {
 
 MW_REGISTER_OP(accept, {
     .name = "accept", .lever = "speculative",
-    .summary = "speculative decoding's acceptance rule on seeded Markov chains: the law of the first two tokens, and greedy tokens",
+    .summary = "speculative decoding's acceptance rule on seeded Markov chains: the law of the first two tokens, greedy tokens, and each seeded round's decision",
     .axes = {"v", "k", "samples", "steps"},
     .default_shape = {{{"v", 8}, {"k", 3}, {"samples", 200000}, {"steps", 64}}},
     .quick_shape = {{{"v", 8}, {"k", 3}, {"samples", 50000}, {"steps", 33}}},
@@ -93,7 +103,10 @@ MW_REGISTER_OP(accept, {
     .unit = {"samples", [](const mw::Shape& s) { return double(s["samples"]); }},
     .make_problem = mw::speculative::make_accept,
     .oracle = mw::speculative::oracle_accept,
-    .check = {.mode = mw::CheckMode::distribution, .per_output = {{"tokens", mw::CheckMode::exact}}, .alpha = 1e-6},
+    // Every one of `samples` generations counted: a loop that stops early fails.
+    .check = {.mode = mw::CheckMode::distribution,
+              .per_output = {{"tokens", mw::CheckMode::exact}, {"decisions", mw::CheckMode::exact}}, .alpha = 1e-6,
+              .distribution_samples = [](const mw::Shape& s) { return double(s["samples"]); }},
     .validate = mw::speculative::validate_accept });
 
 MW_REGISTER_VARIANT(accept_rejection_cpu, {

@@ -122,4 +122,26 @@ std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, in
     return o;
 }
 
+void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round, std::uint64_t seed, std::int32_t* out) {
+    const std::uint64_t s = seed ^ 0xdec1de5ULL;  // streams of their own
+    std::vector<int> d(static_cast<std::size_t>(k) + 1);
+    std::vector<double> q(std::size_t(k) * v), p(std::size_t(k + 1) * v), u(static_cast<std::size_t>(k));
+    for (int i = 0; i < kDecisionRounds; ++i) {
+        int x = std::min(v - 1, int(uniform(s, std::uint64_t(i), 999) * v));
+        for (int j = 0; j <= k; ++j) {
+            std::copy_n(P + std::ptrdiff_t(x) * v, v, p.begin() + std::ptrdiff_t(j) * v);
+            if (j == k) break;
+            std::copy_n(Q + std::ptrdiff_t(x) * v, v, q.begin() + std::ptrdiff_t(j) * v);
+            x = d[std::size_t(j)] = draw(q.data() + std::size_t(j) * v, v, uniform(s, std::uint64_t(i), std::uint64_t(2 * j)));
+            u[std::size_t(j)] = uniform(s, std::uint64_t(i), std::uint64_t(2 * j + 1));
+        }
+        const int len = i % 17;
+        int next = -1, keep = -1;
+        const int n = round(k, v, d.data(), q.data(), p.data(), u.data(), uniform(s, std::uint64_t(i), 1000), len, &next, &keep);
+        const bool ok = n >= 0 && n <= k && next >= 0 && next < v;
+        out[2 * i] = ok ? n : -1;
+        out[2 * i + 1] = ok ? keep - len : -1;
+    }
+}
+
 }  // namespace mw::speculative

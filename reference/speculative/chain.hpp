@@ -23,6 +23,14 @@
 // Each round's target rows sit where the RoundFn's *keep put the cache's
 // end, so a loop that does not roll back computes at the wrong positions.
 // The target alone gives greedy_oracle.
+//
+// Decisions (decide_rounds): the law cannot see how it was produced — a
+// rule that never tests a draft and samples the target directly has the
+// target's law. Given its uniforms, though, a round's acceptance is
+// deterministic: draft i is kept iff u[i] q_i(d_i) < p_i(d_i). So
+// kDecisionRounds rounds from seeded contexts are decided by the RoundFn
+// and each one's count of accepted drafts and *keep - len are compared
+// exactly with the rule's.
 #pragma once
 
 #include <cstdint>
@@ -52,5 +60,9 @@ void greedy_tokens(const double* P, const double* Q, const double* bias, int row
                    std::int32_t* out);
 // The target alone: out[steps].
 std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, int v, int steps);
+// out[2 * kDecisionRounds]: for each round, the drafts accepted and
+// *keep - len (-1, -1 for a round whose result is out of range).
+constexpr int kDecisionRounds = 512;
+void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round, std::uint64_t seed, std::int32_t* out);
 
 }  // namespace mw::speculative

@@ -1,14 +1,16 @@
 // `memwall grade 07` (speculative, exercise spec-round-cpu): one round's
 // decision of speculative decoding and the target cache's rollback, judged
 // by the accept op on seeded Markov chains — the law of the first two
-// sampled tokens by the distribution check (chi-square at alpha 1e-6), the
-// greedy tokens exactly against the target alone — and timed against the
-// rejection rung. The negative controls — the three wrong rules (always
-// accept; resample from p; the product of the ratios without the min), a
-// cache not rolled back, an off-by-one in the accepted prefix — lose their
-// points for the right reason; the stub (it accepts every draft) is
-// rejected like the first control; the reference solution (the project's
-// rule) gets full marks.
+// sampled tokens by the distribution check (chi-square at alpha 1e-6, both
+// tails, every sample counted), the greedy tokens exactly against the
+// target alone, each seeded round's decision exactly against the rule — and
+// timed against the rejection rung. The negative controls — the three wrong
+// rules (always accept; resample from p; the product of the ratios without
+// the min), a cache not rolled back, an off-by-one in the accepted prefix, a
+// rule that ends the sampling loop early, one that never tests a draft and
+// samples the target's own law — lose their points for the right reason;
+// the stub (it accepts every draft) is rejected like the first control; the
+// reference solution (the project's rule) gets full marks.
 #include <gtest/gtest.h>
 
 #include "grade_run.hpp"
@@ -42,7 +44,13 @@ INSTANTIATE_TEST_SUITE_P(
                     Control{"spec_product_no_min.cpp", kLaw, 2 * kShape},
                     // steps = 1 has no round with drafts to roll back (shape 1).
                     Control{"spec_no_rollback.cpp", kTokens + "|" + kLaw, 1 * kShape},
-                    Control{"spec_off_by_one.cpp", kTokens + "|" + kLaw, 1 * kShape}),
+                    Control{"spec_off_by_one.cpp", kTokens + "|" + kLaw, 1 * kShape},
+                    // Ends the sampling loop early: its counts hold fewer than
+                    // `samples` pairs.
+                    Control{"spec_stops_early.cpp", "the shape asks for", 0},
+                    // The target's law without testing a draft: only the
+                    // rounds' decisions tell.
+                    Control{"spec_never_accepts.cpp", "decisions: ", 0}),
     [](const testing::TestParamInfo<Control>& i) { return std::filesystem::path(i.param.file).stem().string(); });
 
 // The stub accepts every draft: the first control, as handed out.

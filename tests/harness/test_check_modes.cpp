@@ -271,6 +271,56 @@ TEST(Distribution, PoisonedOrNegativeCountsFail) {
     EXPECT_FALSE(mw::check_distribution(counts_buffer({-3, 10}), probs, 1e-6).ok);
 }
 
+TEST(ChiSquare, LowerTailIsTheComplementAndAccurateWhereTiny) {
+    for (double dof : {1.0, 3.0, 9.0, 40.0})
+        for (double f : {0.3, 1.0, 2.5})
+            EXPECT_NEAR(mw::chi_square_cdf(f * dof, dof) + mw::chi_square_sf(f * dof, dof), 1.0, 1e-12) << dof << " " << f;
+    // dof 2: P(X <= x) = 1 - exp(-x/2), relative accuracy at x = 1e-9.
+    for (double x : {1e-9, 1e-3, 0.5})
+        EXPECT_NEAR(mw::chi_square_cdf(x, 2) / -std::expm1(-x / 2), 1.0, 1e-10) << x;
+    EXPECT_EQ(mw::chi_square_cdf(0, 4), 0.0);
+}
+
+// Counts written from the law (the expected counts, rounded) sit closer to
+// it than drawing allows: the lower tail fails them, saying so, where the
+// same law drawn 10^6 times passes (ACorrectSamplerPasses).
+TEST(Distribution, CountsWrittenFromTheLawFailTheLowerTail) {
+    const auto probs = vocabulary_probs();
+    std::vector<double> written;
+    for (double p : probs) written.push_back(std::round(1e6 * p));
+    auto r = mw::check_distribution(counts_buffer(written), probs, 1e-6);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.message.find("closer to the expected ones than drawing allows"), std::string::npos) << r.message;
+    // Below 8 degrees of freedom the lower tail is not tested: 3 categories
+    // drawn to the exact expected counts happen to an honest sampler.
+    EXPECT_TRUE(mw::check_distribution(counts_buffer({500, 250, 250}), {0.5, 0.25, 0.25}, 1e-6).ok);
+}
+
+// The shape says how many samples a call draws: counts that hold another
+// number fail (a sampler stopped early), whatever their fit.
+TEST(Distribution, TheShapesSampleCountIsEnforced) {
+    const auto probs = vocabulary_probs();
+    const Buffer drawn = counts_buffer(sample_counts(probs, 1000000, 1));
+    EXPECT_TRUE(mw::check_distribution(drawn, probs, 1e-6, 1e6).ok);
+    auto r = mw::check_distribution(drawn, probs, 1e-6, 1e6 + 1);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.message.find("holds 1000000 samples; the shape asks for 1000001"), std::string::npos) << r.message;
+    const Buffer early = counts_buffer(sample_counts(probs, 999, 1));
+    EXPECT_TRUE(mw::check_distribution(early, probs, 1e-6).ok);  // a fine fit, on its own
+    EXPECT_FALSE(mw::check_distribution(early, probs, 1e-6, 1e6).ok);
+}
+
+// Six samples of a three-category law are expected fewer than 5 times in
+// every category: one pooled bin, a test that cannot fail. It fails instead.
+// A law with one category has nothing to pool and is still checked.
+TEST(Distribution, TooFewSamplesToFillTwoBinsFail) {
+    auto r = mw::check_distribution(counts_buffer({3, 1, 2}), {0.5, 0.25, 0.25}, 1e-6);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.message.find("pool into one bin"), std::string::npos) << r.message;
+    EXPECT_TRUE(mw::check_distribution(counts_buffer({6, 0}), {1.0, 0.0}, 1e-6).ok);
+    EXPECT_FALSE(mw::check_distribution(counts_buffer({5, 1}), {1.0, 0.0}, 1e-6).ok);
+}
+
 // ------------------------------------------------------------ per-output modes
 
 // An op with a floating-point output, a token output and a counts output,

@@ -102,7 +102,8 @@ TEST(Results, ReportsListEveryVariant) {
     auto csv = mw::report_csv(doc);
     for (auto& r : doc["runs"]) {
         EXPECT_NE(md.find(r["variant"].get<std::string>()), std::string::npos);
-        EXPECT_NE(csv.find("," + r["variant"].get<std::string>() + ","), std::string::npos);
+        const std::string field = std::string(",").append(r["variant"].get<std::string>()).append(",");
+        EXPECT_NE(csv.find(field), std::string::npos);
     }
     // header + one line per run
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(doc["runs"].size()));

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include "harness/check.hpp"
@@ -165,6 +166,46 @@ TEST(AcceptGreedy, TargetsTokensForEveryKAndNotWithoutRollback) {
         sp::greedy_tokens(c.P.data(), c.Q.data(), bias.data(), rows, v, 3, steps, f, got.data());
         EXPECT_NE(std::vector<int>(got.begin(), got.end()), want) << (f == no_rollback ? "no rollback" : "off by one");
     }
+}
+
+// Decisions: the count of drafts the rule keeps, read here without the rule
+// (draft i kept while u_i q_i(d_i) < p_i(d_i)), on the same seeded rounds.
+int accepted_prefix(int K, int V, const int* d, const double* q, const double* p, const double* u, double, int len, int* next,
+                    int* keep) {
+    int n = 0;
+    while (n < K && u[n] * q[std::size_t(n) * V + d[n]] < p[std::size_t(n) * V + d[n]]) ++n;
+    *next = 0;
+    *keep = len + 1 + n;
+    return n;
+}
+
+// No rule at all: no draft kept, the token drawn from the target's row.
+int never_accepts(int, int V, const int*, const double*, const double* p, const double*, double r, int len, int* next,
+                  int* keep) {
+    *next = sp::draw(p, V, r);
+    *keep = len + 1;
+    return 0;
+}
+
+TEST(AcceptDecisions, TheRulesAcceptancesWhichTheLawAloneCannotSee) {
+    for (auto [v, k] : {std::pair{2, 1}, std::pair{7, 2}, std::pair{8, 3}, std::pair{5, 8}}) {
+        const auto c = sp::make_chain(v, 42);
+        std::vector<std::int32_t> rule(2 * sp::kDecisionRounds), want(rule.size()), never(rule.size());
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, sp::speculative_round, 42, rule.data());
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, accepted_prefix, 42, want.data());
+        EXPECT_EQ(rule, want) << "v " << v << " k " << k;
+        // Rounds of several kinds: none kept, some kept (all k, where k is small).
+        std::set<int> kinds;
+        for (int i = 0; i < sp::kDecisionRounds; ++i) kinds.insert(rule[2 * i]);
+        EXPECT_TRUE(kinds.count(0)) << "v " << v << " k " << k;
+        EXPECT_GE(kinds.size(), std::size_t(std::min(k + 1, 3))) << "v " << v << " k " << k;
+        if (k <= 3) EXPECT_TRUE(kinds.count(k)) << "v " << v << " k " << k;
+        sp::decide_rounds(c.P.data(), c.Q.data(), v, k, never_accepts, 42, never.data());
+        EXPECT_NE(never, rule) << "v " << v << " k " << k;
+    }
+    // Never accepting has the target's law: the distribution check alone
+    // passes it, which is why the decisions are an output.
+    EXPECT_TRUE(check_rule(never_accepts, 8, 3, 200000).ok);
 }
 
 TEST(AcceptOp, RegisteredRungPassesThroughTheHarness) {

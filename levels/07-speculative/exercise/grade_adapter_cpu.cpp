@@ -3,8 +3,9 @@
 // grade_worker.hpp). Buffers arrive in the accept op's order
 // (reference/speculative/accept.cpp): inputs P, Q (the target's and the
 // draft's v x v chains), bias (greedy's position biases), seed; outputs
-// counts (pairs of the first two tokens of `samples` sampled generations)
-// and tokens (`steps` greedy tokens). The loops that call the student's
+// counts (pairs of the first two tokens of `samples` sampled generations),
+// tokens (`steps` greedy tokens) and decisions (each of 512 seeded rounds'
+// accepted drafts and kept positions). The loops that call the student's
 // round are the project's own (reference/speculative/chain.cpp, with
 // kernels/speculative/draw.cpp: seeded uniforms and draw(), which a
 // submission may call too), linked from the grader's worker library.
@@ -35,4 +36,5 @@ void mw_grade_call(mw::grade::Call& c) {
     mw::speculative::sample_pairs(c.in<double>(0), c.in<double>(1), v, k, samples, round_fn, seed * 1000003 + calls++, counts);
     mw::speculative::greedy_tokens(c.in<double>(0), c.in<double>(1), c.in<double>(2), steps + k + 2, v, k, steps, round_fn,
                                    c.out<std::int32_t>(1));
+    mw::speculative::decide_rounds(c.in<double>(0), c.in<double>(1), v, k, round_fn, seed, c.out<std::int32_t>(2));
 }

@@ -30,11 +30,15 @@
 //
 // Graded by the accept op (reference/speculative/accept.cpp) on seeded
 // Markov chains, v tokens, k drafts per round: `counts` — the first two
-// tokens of many sampled generations — by the distribution check (Pearson
-// chi-square at alpha 1e-6: a correct rule fails with probability 1e-6),
-// and `tokens` — greedy generation where the target's choice depends on the
+// tokens of `samples` sampled generations, every one of them (a return
+// value out of range ends the sampling loop and fails) — by the
+// distribution check (Pearson chi-square at alpha 1e-6, both tails: a
+// correct rule fails with probability 1e-6), in every timed call too,
+// `tokens` — greedy generation where the target's choice depends on the
 // position, so the cache's end must be right — exactly against the target
-// alone. Then speed, against the project's rejection rung.
+// alone, and `decisions` — 512 seeded rounds, each one's accepted drafts and
+// *keep, exactly against the rule: given u, which drafts are kept is not a
+// matter of law. Then speed, against the project's rejection rung.
 //
 // This stub compiles and is wrong: it accepts every draft. Keep the
 // signature exactly as it is. Check yourself with:
