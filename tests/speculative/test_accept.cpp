@@ -199,7 +199,9 @@ TEST(AcceptDecisions, TheRulesAcceptancesWhichTheLawAloneCannotSee) {
         for (int i = 0; i < sp::kDecisionRounds; ++i) kinds.insert(rule[2 * i]);
         EXPECT_TRUE(kinds.count(0)) << "v " << v << " k " << k;
         EXPECT_GE(kinds.size(), std::size_t(std::min(k + 1, 3))) << "v " << v << " k " << k;
-        if (k <= 3) EXPECT_TRUE(kinds.count(k)) << "v " << v << " k " << k;
+        if (k <= 3) {
+            EXPECT_TRUE(kinds.count(k)) << "v " << v << " k " << k;
+        }
         sp::decide_rounds(c.P.data(), c.Q.data(), v, k, never_accepts, 42, never.data());
         EXPECT_NE(never, rule) << "v " << v << " k " << k;
     }
