@@ -44,6 +44,24 @@ std::vector<double> pair_probs(const double* P, int v) {
     return o;
 }
 
+namespace {
+
+// One round's inputs from token x: k drafts drawn from the draft's rows
+// (d, q), the target's k + 1 rows (p), the acceptance uniforms (u), all from
+// (seed, stream).
+void draft_round(const double* P, const double* Q, int v, int k, int x, std::uint64_t seed, std::uint64_t stream, int* d,
+                 double* q, double* p, double* u) {
+    for (int j = 0; j <= k; ++j) {
+        std::copy_n(P + std::ptrdiff_t(x) * v, v, p + std::ptrdiff_t(j) * v);
+        if (j == k) break;
+        std::copy_n(Q + std::ptrdiff_t(x) * v, v, q + std::ptrdiff_t(j) * v);
+        x = d[j] = draw(q + std::size_t(j) * v, v, uniform(seed, stream, std::uint64_t(2 * j)));
+        u[j] = uniform(seed, stream, std::uint64_t(2 * j + 1));
+    }
+}
+
+}  // namespace
+
 void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
                   std::int32_t* counts) {
     const int V = v;
@@ -53,14 +71,7 @@ void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t s
         int out[2], got = 0, last = 0;
         for (std::uint64_t r = 0; got < 2; ++r) {
             const std::uint64_t stream = std::uint64_t(n) * 64 + r;
-            int x = last;
-            for (int j = 0; j <= k; ++j) {
-                std::copy_n(P + std::ptrdiff_t(x) * V, V, p.begin() + std::ptrdiff_t(j) * V);
-                if (j == k) break;
-                std::copy_n(Q + std::ptrdiff_t(x) * V, V, q.begin() + std::ptrdiff_t(j) * V);
-                x = d[std::size_t(j)] = draw(q.data() + std::size_t(j) * V, V, uniform(seed, stream, std::uint64_t(2 * j)));
-                u[std::size_t(j)] = uniform(seed, stream, std::uint64_t(2 * j + 1));
-            }
+            draft_round(P, Q, V, k, last, seed, stream, d.data(), q.data(), p.data(), u.data());
             int next = -1, keep = -1;
             const int acc = round(k, V, d.data(), q.data(), p.data(), u.data(), uniform(seed, stream, 1000), 0, &next, &keep);
             if (acc < 0 || acc > k || next < 0 || next >= V) return;  // a broken rule: counts stay short, the check fails
@@ -127,14 +138,8 @@ void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round
     std::vector<int> d(static_cast<std::size_t>(k) + 1);
     std::vector<double> q(std::size_t(k) * v), p(std::size_t(k + 1) * v), u(static_cast<std::size_t>(k));
     for (int i = 0; i < kDecisionRounds; ++i) {
-        int x = std::min(v - 1, int(uniform(s, std::uint64_t(i), 999) * v));
-        for (int j = 0; j <= k; ++j) {
-            std::copy_n(P + std::ptrdiff_t(x) * v, v, p.begin() + std::ptrdiff_t(j) * v);
-            if (j == k) break;
-            std::copy_n(Q + std::ptrdiff_t(x) * v, v, q.begin() + std::ptrdiff_t(j) * v);
-            x = d[std::size_t(j)] = draw(q.data() + std::size_t(j) * v, v, uniform(s, std::uint64_t(i), std::uint64_t(2 * j)));
-            u[std::size_t(j)] = uniform(s, std::uint64_t(i), std::uint64_t(2 * j + 1));
-        }
+        const int x = std::min(v - 1, int(uniform(s, std::uint64_t(i), 999) * v));
+        draft_round(P, Q, v, k, x, s, std::uint64_t(i), d.data(), q.data(), p.data(), u.data());
         const int len = i % 17;
         int next = -1, keep = -1;
         const int n = round(k, v, d.data(), q.data(), p.data(), u.data(), uniform(s, std::uint64_t(i), 1000), len, &next, &keep);
