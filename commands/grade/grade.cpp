@@ -243,8 +243,13 @@ std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs:
         for (const char* a : {"-fopenmp", "-Wall", "-I"}) cmd.push_back(a);
         for (const std::string& a : {inc, x.adapter.string(), std::string("-x"), std::string("c++"), src.string()})
             cmd.push_back(a);
+        // The worker library whole, not member by member: a submission that
+        // defines one of its functions itself (the loops that call the
+        // student's code, say) is then a second definition — a link error —
+        // rather than linked in its place.
         if (!library.empty())
-            for (const std::string& a : {std::string("-x"), std::string("none"), library.string(),
+            for (const std::string& a : {std::string("-x"), std::string("none"), std::string("-Wl,--whole-archive"),
+                                         library.string(), std::string("-Wl,--no-whole-archive"),
                                          std::string("-Wl,--gc-sections")})
                 cmd.push_back(a);
         for (const std::string& a : {std::string("-o"), exe.string()}) cmd.push_back(a);

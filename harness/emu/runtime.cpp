@@ -27,6 +27,18 @@ cudaError_t record(cudaError_t e) {
     return e;
 }
 
+// Streams and events are host objects: a stream holds nothing (work runs at
+// once), an event the time it was recorded.
+template <class Handle, class... Init> cudaError_t create_handle(Handle** out, Init... init) {
+    if (!out) return record(cudaErrorInvalidValue);
+    *out = new Handle{init...};
+    return cudaSuccess;
+}
+template <class Handle> cudaError_t destroy_handle(Handle* h) {
+    delete h;
+    return cudaSuccess;
+}
+
 // CUDA guarantees 256-byte aligned allocations; the size stays exact so
 // AddressSanitizer reports an access one element past the end.
 constexpr std::align_val_t device_alignment{256};
@@ -186,28 +198,14 @@ cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : record(cudaErrorInvalidValue); }
 
-cudaError_t cudaStreamCreate(cudaStream_t* s) {
-    if (!s) return record(cudaErrorInvalidValue);
-    *s = new CUstream_st;
-    return cudaSuccess;
-}
+cudaError_t cudaStreamCreate(cudaStream_t* s) { return create_handle(s); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    delete s;
-    return cudaSuccess;
-}
+cudaError_t cudaStreamDestroy(cudaStream_t s) { return destroy_handle(s); }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
-cudaError_t cudaEventCreate(cudaEvent_t* e) {
-    if (!e) return record(cudaErrorInvalidValue);
-    *e = new CUevent_st{std::chrono::steady_clock::now()};
-    return cudaSuccess;
-}
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return create_handle(e, std::chrono::steady_clock::now()); }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete e;
-    return cudaSuccess;
-}
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return destroy_handle(e); }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
     if (!e) return record(cudaErrorInvalidResourceHandle);
     e->t = std::chrono::steady_clock::now();

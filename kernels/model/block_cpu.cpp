@@ -20,6 +20,18 @@ using gemm::View;
 
 namespace {
 
+// Where one sequence's head lives in the [B*T, heads*hd] (q, o) and
+// [B*T, kv_heads*hd] (k, v) activations, and the attention scale.
+struct HeadLayout {
+    int T, hd, H, KV, qd, kvd, group;
+    float scale;
+    HeadLayout(const Config& c, int T)
+        : T(T), hd(c.head_dim()), H(c.heads), KV(c.kv_heads), qd(c.q_dim()), kvd(c.kv_dim()), group(H / KV),
+          scale(1.0f / std::sqrt(float(hd))) {}
+    std::size_t q(int b, int h) const { return std::size_t(b) * T * qd + std::size_t(h) * hd; }
+    std::size_t kv(int b, int kh) const { return std::size_t(b) * T * kvd + std::size_t(kh) * hd; }
+};
+
 // y[N, n] = x[N, m] W[m, n]
 void proj(const float* x, const float* W, float* y, std::int64_t N, int m, int n) {
     gemm::gemm_ex(View::rows(x, m), View::rows(W, n), y, n, int(N), n, m, false);
@@ -102,24 +114,23 @@ std::size_t Block::scratch_bytes() const {
 // causal softmax rows (scaled by 1/sqrt(hd)), then O = P V unless only the
 // probabilities are wanted (a recomputation for the backward pass).
 void Block::attention_forward(const BlockActs& A, bool with_output) {
-    const int T = T_, hd = c_.head_dim(), H = c_.heads, KV = c_.kv_heads, qd = c_.q_dim(), kvd = c_.kv_dim();
-    const int group = H / KV;
-    const float scale = 1.0f / std::sqrt(float(hd));
+    const HeadLayout L(c_, T_);
+    const int T = L.T, hd = L.hd, qd = L.qd, kvd = L.kvd;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < B_; ++b)
-        for (int kh = 0; kh < KV; ++kh) {
-            const float* K = A.k + std::size_t(b) * T * kvd + kh * hd;
-            const float* Vv = A.v + std::size_t(b) * T * kvd + kh * hd;
-            for (int h = kh * group; h < (kh + 1) * group; ++h) {
-                const float* Q = A.q + std::size_t(b) * T * qd + h * hd;
-                float* P = A.p + (std::size_t(b) * H + h) * T * T;
-                float* O = A.o + std::size_t(b) * T * qd + h * hd;
+        for (int kh = 0; kh < L.KV; ++kh) {
+            const float* K = A.k + L.kv(b, kh);
+            const float* Vv = A.v + L.kv(b, kh);
+            for (int h = kh * L.group; h < (kh + 1) * L.group; ++h) {
+                const float* Q = A.q + L.q(b, h);
+                float* P = A.p + (std::size_t(b) * L.H + h) * T * T;
+                float* O = A.o + L.q(b, h);
                 for (int i0 = 0; i0 < T; i0 += kRowBlock) {
                     const int i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
                     float* Pb = P + std::size_t(i0) * T;
                     gemm::gemm_ex_serial(View::rows(Q + std::size_t(i0) * qd, qd), View::transposed(K, kvd), Pb, T, rows,
                                          i1, hd, false);
-                    for (int i = i0; i < i1; ++i) softmax_causal_row(P + std::size_t(i) * T, i + 1, T, scale);
+                    for (int i = i0; i < i1; ++i) softmax_causal_row(P + std::size_t(i) * T, i + 1, T, L.scale);
                     if (with_output)
                         gemm::gemm_ex_serial(View::rows(Pb, T), View::rows(Vv, kvd), O + std::size_t(i0) * qd, qd, rows,
                                              hd, i1, false);
@@ -134,22 +145,22 @@ void Block::attention_forward(const BlockActs& A, bool with_output) {
 // forward pass: dP and dQ by row block, dV and dK by key block [j0, j1),
 // which only queries i >= j0 reach.
 void Block::attention_backward(const BlockActs& A, const float* dO, float* dq, float* dk, float* dv) {
-    const int T = T_, hd = c_.head_dim(), H = c_.heads, KV = c_.kv_heads, qd = c_.q_dim(), kvd = c_.kv_dim();
-    const int group = H / KV;
-    const float scale = 1.0f / std::sqrt(float(hd));
+    const HeadLayout L(c_, T_);
+    const int T = L.T, hd = L.hd, qd = L.qd, kvd = L.kvd;
+    const float scale = L.scale;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < B_; ++b)
-        for (int kh = 0; kh < KV; ++kh) {
+        for (int kh = 0; kh < L.KV; ++kh) {
             float* dS = head_scratch_[std::size_t(omp_get_thread_num())].data();
-            const float* K = A.k + std::size_t(b) * T * kvd + kh * hd;
-            const float* Vv = A.v + std::size_t(b) * T * kvd + kh * hd;
-            float* dK = dk + std::size_t(b) * T * kvd + kh * hd;
-            float* dV = dv + std::size_t(b) * T * kvd + kh * hd;
-            for (int h = kh * group; h < (kh + 1) * group; ++h) {
-                const bool first = h == kh * group;
-                const float* Q = A.q + std::size_t(b) * T * qd + h * hd;
-                const float* dOh = dO + std::size_t(b) * T * qd + h * hd;
-                const float* P = A.p + (std::size_t(b) * H + h) * T * T;
+            const float* K = A.k + L.kv(b, kh);
+            const float* Vv = A.v + L.kv(b, kh);
+            float* dK = dk + L.kv(b, kh);
+            float* dV = dv + L.kv(b, kh);
+            for (int h = kh * L.group; h < (kh + 1) * L.group; ++h) {
+                const bool first = h == kh * L.group;
+                const float* Q = A.q + L.q(b, h);
+                const float* dOh = dO + L.q(b, h);
+                const float* P = A.p + (std::size_t(b) * L.H + h) * T * T;
                 for (int i0 = 0; i0 < T; i0 += kRowBlock) {
                     const int i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
                     gemm::gemm_ex_serial(View::rows(dOh + std::size_t(i0) * qd, qd), View::transposed(Vv, kvd),
@@ -163,7 +174,7 @@ void Block::attention_backward(const BlockActs& A, const float* dO, float* dq, f
                         std::fill(s + i + 1, s + i1, 0.0f);
                     }
                     gemm::gemm_ex_serial(View::rows(dS + std::size_t(i0) * T, T), View::rows(K, kvd),
-                                         dq + std::size_t(b) * T * qd + h * hd + std::size_t(i0) * qd, qd, rows, hd, i1,
+                                         dq + L.q(b, h) + std::size_t(i0) * qd, qd, rows, hd, i1,
                                          false);
                 }
                 for (int j0 = 0; j0 < T; j0 += kRowBlock) {

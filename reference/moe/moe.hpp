@@ -91,6 +91,9 @@ namespace mw::moe {
 // bias [E] (the skew). Shared by moe_route and moe_ffn, which must route the
 // same tokens the same way.
 void fill_router_inputs(Buffer& x, Buffer& w_router, Buffer& bias, const Shape& s, std::uint64_t seed);
+// Declares a problem's router inputs x, w_router and bias (the first three
+// inputs of moe_route and moe_layer) and fills them as above.
+void add_router_inputs(Problem& p);
 
 // The routing rule in fp64: experts[t*k + j] and renormalized weights[t*k + j];
 // probs (optional) receives the full softmax [T][E] for the auxiliary loss.

@@ -26,14 +26,11 @@ namespace {
 Problem make_layer(const Shape& s, DType dtype, std::uint64_t seed) {
     const auto T = s["tokens"], d = s["d_model"], f = s["d_ff"], E = s["experts"];
     Problem p{.shape = s, .dtype = dtype, .seed = seed};
-    p.inputs.push_back(Buffer::make("x", DType::f32, std::size_t(T * d), {T, d}));
-    p.inputs.push_back(Buffer::make("w_router", DType::f32, std::size_t(d * E), {d, E}));
-    p.inputs.push_back(Buffer::make("bias", DType::f32, std::size_t(E), {E}));
+    add_router_inputs(p);
     p.inputs.push_back(Buffer::make("w_gate", DType::f32, std::size_t(E * d * f), {E, d, f}));
     p.inputs.push_back(Buffer::make("w_up", DType::f32, std::size_t(E * d * f), {E, d, f}));
     p.inputs.push_back(Buffer::make("w_down", DType::f32, std::size_t(E * f * d), {E, f, d}));
     p.outputs.push_back(Buffer::make("y", DType::f32, std::size_t(T * d), {T, d}));
-    fill_router_inputs(p.in("x"), p.in("w_router"), p.in("bias"), s, seed);
     if (E > 1) {  // twin router columns: experts 0 and 1 tie on every token
         float* W = p.in("w_router").as<float>();
         for (long i = 0; i < d; ++i) W[i * E + 1] = W[i * E];

@@ -77,17 +77,22 @@ Routing route_exact(const float* x, const float* w_router, const float* bias, lo
     return r;
 }
 
-namespace {
-
-Problem make_route(const Shape& s, DType dtype, std::uint64_t seed) {
-    const auto T = s["tokens"], d = s["d_model"], E = s["experts"], k = s["top_k"];
-    Problem p{.shape = s, .dtype = dtype, .seed = seed};
+void add_router_inputs(Problem& p) {
+    const auto T = p.shape["tokens"], d = p.shape["d_model"], E = p.shape["experts"];
     p.inputs.push_back(Buffer::make("x", DType::f32, std::size_t(T * d), {T, d}));
     p.inputs.push_back(Buffer::make("w_router", DType::f32, std::size_t(d * E), {d, E}));
     p.inputs.push_back(Buffer::make("bias", DType::f32, std::size_t(E), {E}));
+    fill_router_inputs(p.in("x"), p.in("w_router"), p.in("bias"), p.shape, p.seed);
+}
+
+namespace {
+
+Problem make_route(const Shape& s, DType dtype, std::uint64_t seed) {
+    const auto T = s["tokens"], k = s["top_k"];
+    Problem p{.shape = s, .dtype = dtype, .seed = seed};
+    add_router_inputs(p);
     p.outputs.push_back(Buffer::make("experts", DType::i32, std::size_t(T * k), {T, k}));
     p.outputs.push_back(Buffer::make("weights", DType::f32, std::size_t(T * k), {T, k}));
-    fill_router_inputs(p.in("x"), p.in("w_router"), p.in("bias"), s, seed);
     return p;
 }
 

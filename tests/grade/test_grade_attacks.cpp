@@ -368,6 +368,17 @@ TEST(GradeAttack, TheRungGradedAgainstCannotBeLinked) {
     EXPECT_NE(failures(r.doc).find("gemm_threads"), std::string::npos) << failures(r.doc);
 }
 
+// A submission that defines the worker library's own loops (the ones that
+// call its rule and write the checked outputs) is a second definition, not
+// a replacement: a link error naming the function, no points.
+TEST(GradeAttack, TheWorkerLibrarysFunctionsCannotBeReplaced) {
+    const GradeRun r = grade_level("07", control("attack_replace_loops.cpp") + " --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+    EXPECT_NE(failures(r.doc).find("compile error"), std::string::npos) << failures(r.doc);
+    EXPECT_NE(r.doc.dump().find("multiple definition of `mw::speculative::sample_pairs"), std::string::npos) << r.doc.dump(2);
+}
+
 // Strictly well-formed UTF-8 (Unicode table 3-7), written here apart from
 // the grader's own sanitizer.
 bool well_formed_utf8(const std::string& s) {
