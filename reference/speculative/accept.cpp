@@ -60,8 +60,8 @@ std::vector<std::vector<double>> oracle_accept(const Problem& p) {
 
 std::string validate_accept(const Shape& s) {
     if (s["v"] < 2 || s["v"] > 64) return "v = " + std::to_string(s["v"]) + "; valid: 2..64";
-    if (s["k"] > 16) return "k = " + std::to_string(s["k"]) + "; valid: 1..16";
-    if (s["samples"] > 100000000) return "samples = " + std::to_string(s["samples"]) + "; valid: 1..100000000";
+    if (s["k"] < 1 || s["k"] > 16) return "k = " + std::to_string(s["k"]) + "; valid: 1..16";
+    if (s["samples"] < 1 || s["samples"] > 100000000) return "samples = " + std::to_string(s["samples"]) + "; valid: 1..100000000";
     return {};
 }
 

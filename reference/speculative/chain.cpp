@@ -46,6 +46,18 @@ std::vector<double> pair_probs(const double* P, int v) {
 
 namespace {
 
+// The drafts the rule keeps given the round's uniforms: the longest prefix
+// with u[i] q_i(d_i) < p_i(d_i) — not a matter of law.
+int accepted_prefix(const int* d, const double* q, const double* p, const double* u, int v, int k) {
+    int i = 0;
+    while (i < k && u[i] * q[std::size_t(i) * v + std::size_t(d[i])] < p[std::size_t(i) * v + std::size_t(d[i])]) ++i;
+    return i;
+}
+
+// A round's cache length before it: 0..16, seeded, alike in sampled and
+// decision rounds, so that a RoundFn cannot tell which kind it is deciding.
+int round_len(std::uint64_t seed, std::uint64_t stream) { return std::min(16, int(uniform(seed, stream, 998) * 17)); }
+
 // One round's inputs from token x: k drafts drawn from the draft's rows
 // (d, q), the target's k + 1 rows (p), the acceptance uniforms (u), all from
 // (seed, stream).
@@ -63,7 +75,7 @@ void draft_round(const double* P, const double* Q, int v, int k, int x, std::uin
 }  // namespace
 
 void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
-                  std::int32_t* counts) {
+                  std::int32_t* counts, RoundCheck check) {
     const int V = v;
     std::vector<int> d(static_cast<std::size_t>(k) + 1);
     std::vector<double> q(std::size_t(k + 1) * V), p(std::size_t(k + 1) * V), u(static_cast<std::size_t>(k) + 1);
@@ -72,9 +84,16 @@ void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t s
         for (std::uint64_t r = 0; got < 2; ++r) {
             const std::uint64_t stream = std::uint64_t(n) * 64 + r;
             draft_round(P, Q, V, k, last, seed, stream, d.data(), q.data(), p.data(), u.data());
+            const int len = round_len(seed, stream);
             int next = -1, keep = -1;
-            const int acc = round(k, V, d.data(), q.data(), p.data(), u.data(), uniform(seed, stream, 1000), 0, &next, &keep);
-            if (acc < 0 || acc > k || next < 0 || next >= V) return;  // a broken rule: counts stay short, the check fails
+            const int acc = round(k, V, d.data(), q.data(), p.data(), u.data(), uniform(seed, stream, 1000), len, &next, &keep);
+            // A broken rule — a count out of range, or other than the
+            // uniforms decide, or a cache that keeps the wrong positions —
+            // ends the loop: the counts stay short and the check fails.
+            if (acc < 0 || acc > k || next < 0 || next >= V) return;
+            if (check == RoundCheck::rule &&
+                (acc != accepted_prefix(d.data(), q.data(), p.data(), u.data(), V, k) || keep != len + 1 + acc))
+                return;
             for (int j = 0; j < acc && got < 2; ++j) out[got++] = last = d[std::size_t(j)];
             if (got < 2) out[got++] = last = next;
         }
@@ -140,10 +159,10 @@ void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round
     for (int i = 0; i < kDecisionRounds; ++i) {
         const int x = std::min(v - 1, int(uniform(s, std::uint64_t(i), 999) * v));
         draft_round(P, Q, v, k, x, s, std::uint64_t(i), d.data(), q.data(), p.data(), u.data());
-        const int len = i % 17;
+        const int len = round_len(s, std::uint64_t(i));
         int next = -1, keep = -1;
         const int n = round(k, v, d.data(), q.data(), p.data(), u.data(), uniform(s, std::uint64_t(i), 1000), len, &next, &keep);
-        const bool ok = n >= 0 && n <= k && next >= 0 && next < v;
+        const bool ok = n >= 0 && n <= k && next >= 0 && next < v && keep > len && keep <= len + k + 1;
         out[2 * i] = ok ? n : -1;
         out[2 * i + 1] = ok ? keep - len : -1;
     }

@@ -15,7 +15,11 @@
 // The target's own law of the pair is P[0][t1] P[t1][t2] (pair_probs). Two
 // tokens, not one: the second comes from the same round (an accepted draft,
 // or the bonus after k acceptances) or the next, so a rule right for the
-// first token but wrong after an acceptance is caught.
+// first token but wrong after an acceptance is caught. Each sampled round
+// is also held to the rule where it is not a matter of law: its count of
+// accepted drafts must be the one its uniforms decide and its *keep
+// len + 1 + that count (len seeded, 0..16); a round that is not ends the
+// loop, so the counts come back short.
 //
 // Greedy (greedy_tokens): `steps` tokens where the target's choice at
 // position t after token x is argmax_y log P[x][y] + bias[t][y] and the
@@ -50,9 +54,13 @@ std::vector<double> make_bias(int rows, int v, std::uint64_t seed);
 // The target's law of the pair (t1, t2) from token 0: [v * v].
 std::vector<double> pair_probs(const double* P, int v);
 // counts[v * v] += the pairs of `samples` generations with k drafts decided
-// by `round`, uniforms from `seed`.
+// by `round`, uniforms from `seed`. RoundCheck::rule (the accept op, the
+// grader) ends the loop at a round whose count or *keep is not the rule's;
+// law_only lets every round run, so that the law alone can be seen to
+// tell a wrong rule (tests/speculative/test_accept.cpp).
+enum class RoundCheck { rule, law_only };
 void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
-                  std::int32_t* counts);
+                  std::int32_t* counts, RoundCheck check = RoundCheck::rule);
 // out[steps]: greedy speculative decoding from token 0, k drafts a round;
 // bias [rows][v] read at position % rows. A RoundFn result out of range
 // leaves the remaining tokens at -1.
@@ -61,7 +69,8 @@ void greedy_tokens(const double* P, const double* Q, const double* bias, int row
 // The target alone: out[steps].
 std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, int v, int steps);
 // out[2 * kDecisionRounds]: for each round, the drafts accepted and
-// *keep - len (-1, -1 for a round whose result is out of range).
+// *keep - len (-1, -1 for a round whose count, token or *keep is out of
+// range).
 constexpr int kDecisionRounds = 512;
 void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round, std::uint64_t seed, std::int32_t* out);
 

@@ -34,23 +34,28 @@ TEST_P(SpeculativeGradeRejects, LosesItsPointsForTheRightReason) {
 constexpr double kShape = 60.0 / 6 + 1e-9;
 const std::string kLaw = "do not follow the oracle's distribution|probability 0";
 const std::string kTokens = "elements differ";
+// A sampled round whose count or *keep is not the rule's ends the loop.
+const std::string kShort = "the shape asks for|no samples";
 
 INSTANTIATE_TEST_SUITE_P(
     Controls, SpeculativeGradeRejects,
-    testing::Values(Control{"spec_always_accept.cpp", kLaw + "|" + kTokens, 0},
+    testing::Values(Control{"spec_always_accept.cpp", kShort + "|" + kLaw + "|" + kTokens, 0},
                     Control{"spec_resample_from_p.cpp", kLaw, 0},
                     // With k = 1 the product of one ratio is the ratio: u < p/q is the
                     // correct test (shapes 1 and 2).
-                    Control{"spec_product_no_min.cpp", kLaw, 2 * kShape},
+                    Control{"spec_product_no_min.cpp", kShort + "|" + kLaw, 2 * kShape},
                     // steps = 1 has no round with drafts to roll back (shape 1).
-                    Control{"spec_no_rollback.cpp", kTokens + "|" + kLaw, 1 * kShape},
-                    Control{"spec_off_by_one.cpp", kTokens + "|" + kLaw, 1 * kShape},
+                    Control{"spec_no_rollback.cpp", kShort + "|" + kTokens + "|" + kLaw, 1 * kShape},
+                    Control{"spec_off_by_one.cpp", kShort + "|" + kTokens + "|" + kLaw, 1 * kShape},
                     // Ends the sampling loop early: its counts hold fewer than
                     // `samples` pairs.
                     Control{"spec_stops_early.cpp", "the shape asks for", 0},
-                    // The target's law without testing a draft: only the
-                    // rounds' decisions tell.
-                    Control{"spec_never_accepts.cpp", "decisions: ", 0}),
+                    // The target's law without testing a draft: the rounds'
+                    // decisions tell, and so does each sampled round.
+                    Control{"spec_never_accepts.cpp", "decisions: ", 0},
+                    // Right only in the rounds it can tell are compared one
+                    // by one; every sampled round is held to the rule too.
+                    Control{"spec_honest_when_watched.cpp", kShort, 0}),
     [](const testing::TestParamInfo<Control>& i) { return std::filesystem::path(i.param.file).stem().string(); });
 
 // The stub accepts every draft: the first control, as handed out.

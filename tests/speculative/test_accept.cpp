@@ -73,12 +73,26 @@ int product_rule(int K, int V, const int* d, const double* q, const double* p, c
     return K;
 }
 
+// The law alone (RoundCheck::law_only: every round runs, whatever it
+// decides), as the check sees the counts.
 mw::CheckResult check_rule(sp::RoundFn f, int v, int k, std::int64_t samples, std::uint64_t call = 0) {
     const auto chain = sp::make_chain(v, 42);
     mw::Buffer counts = mw::Buffer::make("counts", mw::DType::i32, std::size_t(v * v), {v, v});
     std::fill(counts.as<std::int32_t>(), counts.as<std::int32_t>() + counts.count, 0);
-    sp::sample_pairs(chain.P.data(), chain.Q.data(), v, k, samples, f, 42 + call, counts.as<std::int32_t>());
+    sp::sample_pairs(chain.P.data(), chain.Q.data(), v, k, samples, f, 42 + call, counts.as<std::int32_t>(),
+                     sp::RoundCheck::law_only);
     return mw::check_distribution(counts, sp::pair_probs(chain.P.data(), v), mw::find_op("accept")->check.alpha);
+}
+
+// The samples counted when every round is held to the rule (the accept op's
+// and the grader's loop).
+std::int64_t samples_held_to_rule(sp::RoundFn f, int v, int k, std::int64_t samples) {
+    const auto chain = sp::make_chain(v, 42);
+    std::vector<std::int32_t> counts(std::size_t(v) * v, 0);
+    sp::sample_pairs(chain.P.data(), chain.Q.data(), v, k, samples, f, 42, counts.data());
+    std::int64_t n = 0;
+    for (std::int32_t c : counts) n += c;
+    return n;
 }
 
 TEST(AcceptChain, TablesAreDistributionsWithTheZerosThatMatter) {
@@ -210,6 +224,29 @@ TEST(AcceptDecisions, TheRulesAcceptancesWhichTheLawAloneCannotSee) {
     EXPECT_TRUE(check_rule(never_accepts, 8, 3, 200000).ok);
 }
 
+// Held to the rule, the sampling loop runs every round of a right rule and
+// stops at the first round a wrong one decides otherwise: a count the
+// uniforms do not give (never_accepts, always_accept, the one-uniform
+// product forms, exact in law or not) or a *keep that is not len + 1 + n
+// (no_rollback, off_by_one). A wrong residual decides like the rule and is
+// left to the law.
+TEST(AcceptDecisions, EverySampledRoundIsHeldToTheRule) {
+    for (auto [v, k] : {std::pair{2, 1}, std::pair{7, 2}, std::pair{8, 3}, std::pair{33, 4}}) {
+        EXPECT_EQ(samples_held_to_rule(sp::speculative_round, v, k, 5000), 5000) << "v " << v << " k " << k;
+        EXPECT_EQ(samples_held_to_rule(accepted_prefix, v, k, 5000), 5000) << "v " << v << " k " << k;
+        EXPECT_EQ(samples_held_to_rule(resample_from_p, v, k, 5000), 5000) << "v " << v << " k " << k;
+        const struct {
+            const char* name;
+            sp::RoundFn f;
+        } wrong[] = {{"never_accepts", never_accepts}, {"always_accept", always_accept}, {"no_rollback", no_rollback},
+                     {"off_by_one", off_by_one}, {"product_with_min", product_rule<true>}};
+        for (const auto& w : wrong) {
+            if (k == 1 && w.f == product_rule<true>) continue;  // one draft: the product is the draft's own test
+            EXPECT_LT(samples_held_to_rule(w.f, v, k, 5000), 100) << w.name << " v " << v << " k " << k;
+        }
+    }
+}
+
 TEST(AcceptOp, RegisteredRungPassesThroughTheHarness) {
     const mw::Op* op = mw::find_op("accept");
     ASSERT_NE(op, nullptr);
@@ -222,6 +259,9 @@ TEST(AcceptOp, RegisteredRungPassesThroughTheHarness) {
     }
     EXPECT_FALSE(op->validate(mw::Shape{{{"v", 1}, {"k", 3}, {"samples", 10}, {"steps", 1}}}).empty());
     EXPECT_NE(op->validate(mw::Shape{{{"v", 8}, {"k", 17}, {"samples", 10}, {"steps", 1}}}).find("1..16"), std::string::npos);
+    EXPECT_NE(op->validate(mw::Shape{{{"v", 8}, {"k", 0}, {"samples", 10}, {"steps", 1}}}).find("1..16"), std::string::npos);
+    EXPECT_NE(op->validate(mw::Shape{{{"v", 8}, {"k", 3}, {"samples", 0}, {"steps", 1}}}).find("1..100000000"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 // the prefix and draft[0..i). Decide, in order i = 0, 1, ...:
 //
 //   accept draft[i] with probability min(1, p[i][d] / q[i][d]), d = draft[i]:
-//       accepted iff u[i] < p[i][d] / q[i][d]  (u[i] uniform in [0, 1));
+//       accepted iff u[i] * q[i][d] < p[i][d]  (u[i] uniform in [0, 1); the
+//       product, not the quotient, is the test the grader decides with —
+//       u < p/q can round the other way);
 //   at the first rejection, i: *next = a draw from the normalized residual
 //       (p[i] - q[i])+, with the uniform r, and stop;
 //   all K accepted: *next = a draw from p[K] with r (the bonus token).
@@ -30,8 +32,9 @@
 //
 // Graded by the accept op (reference/speculative/accept.cpp) on seeded
 // Markov chains, v tokens, k drafts per round: `counts` — the first two
-// tokens of `samples` sampled generations, every one of them (a return
-// value out of range ends the sampling loop and fails) — by the
+// tokens of `samples` sampled generations, every one of them (a round whose
+// return value or *keep is not the rule's given its uniforms ends the
+// sampling loop and fails) — by the
 // distribution check (Pearson chi-square at alpha 1e-6, both tails: a
 // correct rule fails with probability 1e-6), in every timed call too,
 // `tokens` — greedy generation where the target's choice depends on the
