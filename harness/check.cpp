@@ -341,21 +341,22 @@ struct Bin {
     std::vector<std::size_t> categories;
 };
 
-// One bin per category expected at least 5 times; the rest pooled into one
-// bin, itself merged into the smallest bin while it is still under 5 (the
-// chi-square approximation needs expected counts of about 5 or more).
-std::vector<Bin> pool(const std::vector<double>& obs, const std::vector<double>& expected) {
+// One bin per category expected at least `least` times (5: the chi-square
+// approximation needs expected counts of about 5 or more); the rest pooled
+// into one bin, itself merged into the smallest bin while it is still under
+// `least`.
+std::vector<Bin> pool(const std::vector<double>& obs, const std::vector<double>& expected, double least = 5) {
     std::vector<Bin> bins;
     Bin small;
     for (std::size_t c = 0; c < obs.size(); ++c) {
         if (expected[c] <= 0) continue;
-        Bin& b = expected[c] >= 5 ? bins.emplace_back() : small;
+        Bin& b = expected[c] >= least ? bins.emplace_back() : small;
         b.observed += obs[c];
         b.expected += expected[c];
         b.categories.push_back(c);
     }
     if (small.categories.empty()) return bins;
-    if (small.expected < 5 && !bins.empty()) {
+    if (small.expected < least && !bins.empty()) {
         auto it = std::min_element(bins.begin(), bins.end(),
                                    [](const Bin& a, const Bin& b) { return a.expected < b.expected; });
         it->observed += small.observed;
@@ -365,6 +366,12 @@ std::vector<Bin> pool(const std::vector<double>& obs, const std::vector<double>&
         bins.push_back(small);
     }
     return bins;
+}
+
+double statistic(const std::vector<Bin>& bins) {
+    double x = 0;
+    for (const Bin& b : bins) x += (b.observed - b.expected) * (b.observed - b.expected) / b.expected;
+    return x;
 }
 
 std::string bin_name(const Bin& b) {
@@ -396,6 +403,11 @@ std::string describe_misfit(const StatTest& t, const std::vector<Bin>& bins) {
 }  // namespace
 
 constexpr int kMinDofForLowerTail = 8;
+// ... over bins expected at least 20 times each (pooled afresh): the
+// approximation's lower tail at alpha / 2 is far less sound than its upper
+// one where bins hold about 5 (small user shapes), and an honest sampler
+// must not fail there.
+constexpr double kLeastExpectedForLowerTail = 20;
 
 CheckResult check_distribution(const Buffer& out, const std::vector<double>& probs, double alpha, double samples) {
     CheckResult r;
@@ -433,7 +445,7 @@ CheckResult check_distribution(const Buffer& out, const std::vector<double>& pro
     t.categories = int(std::count_if(probs.begin(), probs.end(), [](double p) { return p > 0; }));
     t.bins = int(bins.size());
     t.dof = std::max(0, t.bins - 1);
-    for (const Bin& b : bins) t.statistic += (b.observed - b.expected) * (b.observed - b.expected) / b.expected;
+    t.statistic = statistic(bins);
     t.p_value = chi_square_sf(t.statistic, t.dof);
     r.stat_tests.push_back(t);
     if (t.categories >= 2 && t.bins < 2)
@@ -443,12 +455,16 @@ CheckResult check_distribution(const Buffer& out, const std::vector<double>& pro
         r.mismatches = 1;
         return fail(describe_misfit(t, bins));
     }
-    // The lower tail with 8 or more degrees of freedom: below that, where the
-    // statistic lands on a few discrete values, an honest sampler's counts
-    // can equal the expected ones often enough to fail more than alpha / 2.
-    if (const double lower = chi_square_cdf(t.statistic, t.dof); t.dof >= kMinDofForLowerTail && lower < alpha / 2) {
+    // The lower tail, on bins of 20 or more, with 8 or more degrees of
+    // freedom: below that, where the statistic lands on a few discrete
+    // values or the approximation is loose, an honest sampler's counts can
+    // sit close to the expected ones often enough to fail more than alpha / 2.
+    const std::vector<Bin> wide = pool(obs, expected, kLeastExpectedForLowerTail);
+    const int wide_dof = std::max(0, int(wide.size()) - 1);
+    const double wide_statistic = statistic(wide);
+    if (const double lower = chi_square_cdf(wide_statistic, wide_dof); wide_dof >= kMinDofForLowerTail && lower < alpha / 2) {
         r.mismatches = 1;
-        return fail("chi-square " + fmt(t.statistic) + " with " + std::to_string(t.dof) + " dof over " + fmt(N) +
+        return fail("chi-square " + fmt(wide_statistic) + " with " + std::to_string(wide_dof) + " dof over " + fmt(N) +
                     " samples: P(as close or closer) = " + fmt(lower) + " < alpha / 2 " + fmt(alpha / 2) +
                     ", the counts sit closer to the expected ones than drawing allows (written, not sampled)");
     }

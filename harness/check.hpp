@@ -90,8 +90,9 @@ double near_tie_threshold(const CheckSpec& spec, DType problem_dtype, double L);
 // out.count != K). Pearson's chi-square over the categories, those expected
 // fewer than 5 times pooled into one bin, two-sided: fails when the counts
 // sit too far from the expected ones (upper tail) or too close (lower tail,
-// with 8 or more degrees of freedom: counts written from the law rather
-// than drawn), each tail at alpha / 2;
+// on bins pooled to 20 or more expected, with 8 or more degrees of freedom
+// there: counts written from the law rather than drawn), each tail at
+// alpha / 2;
 // when a category of probability 0 was drawn, or a sample is not a category
 // id; when `samples` > 0 and the output holds another number of samples; and
 // when the law has two or more categories but the samples are too few to

@@ -294,6 +294,12 @@ TEST(Distribution, CountsWrittenFromTheLawFailTheLowerTail) {
     // Below 8 degrees of freedom the lower tail is not tested: 3 categories
     // drawn to the exact expected counts happen to an honest sampler.
     EXPECT_TRUE(mw::check_distribution(counts_buffer({500, 250, 250}), {0.5, 0.25, 0.25}, 1e-6).ok);
+    // Nor where a bin is expected fewer than 20 times (a small shape): 12
+    // categories expected 10 times each, drawn to exactly that, pass — and
+    // the same written at 20 each, the fewest the lower tail takes, fail.
+    const std::vector<double> flat(12, 1.0 / 12);
+    EXPECT_TRUE(mw::check_distribution(counts_buffer(std::vector<double>(12, 10)), flat, 1e-6).ok);
+    EXPECT_FALSE(mw::check_distribution(counts_buffer(std::vector<double>(12, 20)), flat, 1e-6).ok);
 }
 
 // The shape says how many samples a call draws: counts that hold another

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/speculative/draw.hpp"
+#include "reference/speculative/chain.hpp"
 
 extern "C" int student_spec_round(int K, int V, const int* draft, const double* q, const double* p, const double* u, double r,
                                   int len, int* next, int* keep) {
@@ -35,11 +36,9 @@ extern "C" int student_spec_round(int K, int V, const int* draft, const double* 
 
 namespace mw::speculative {
 
-using RoundFn = int (*)(int, int, const int*, const double*, const double*, const double*, double, int, int*, int*);
-
 // The target alone, two tokens from token 0: no round, no rule.
 void sample_pairs(const double* P, const double*, int v, int, std::int64_t samples, RoundFn, std::uint64_t seed,
-                  std::int32_t* counts) {
+                  std::int32_t* counts, RoundCheck) {
     for (std::int64_t n = 0; n < samples; ++n) {
         const int a = draw(P, v, uniform(seed, std::uint64_t(n), 1));
         const int b = draw(P + std::size_t(a) * v, v, uniform(seed, std::uint64_t(n), 2));
@@ -82,10 +81,10 @@ void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round
     const std::uint64_t s = seed ^ 0xdec1de5ULL;
     std::vector<int> d(static_cast<std::size_t>(k) + 1);
     std::vector<double> q(std::size_t(k) * v), p(std::size_t(k + 1) * v), u(static_cast<std::size_t>(k));
-    for (int i = 0; i < 512; ++i) {
+    for (int i = 0; i < kDecisionRounds; ++i) {
         const int x = std::min(v - 1, int(uniform(s, std::uint64_t(i), 999) * v));
         draft_round(P, Q, v, k, x, s, std::uint64_t(i), d.data(), q.data(), p.data(), u.data());
-        const int len = i % 17;
+        const int len = std::min(16, int(uniform(s, std::uint64_t(i), 998) * 17));
         int next = -1, keep = -1;
         const int n = round(k, v, d.data(), q.data(), p.data(), u.data(), uniform(s, std::uint64_t(i), 1000), len, &next, &keep);
         const bool ok = n >= 0 && n <= k && next >= 0 && next < v;
