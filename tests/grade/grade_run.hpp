@@ -115,8 +115,11 @@ inline void expect_rejected(const GradeRun& r, const Control& c, const std::stri
 // A correct submission without speed (a naive stub, or an attack that only
 // matches one): every correctness point, a ratio far below full credit, and
 // no grader error on the way. `max_speed_points`: what such a submission may
-// still earn (a naive transpose is only ~4x slower than a blocked one).
-inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points = 20) {
+// still earn (a naive transpose is only ~4x slower than a blocked one);
+// `max_of_full_credit`: the most its ratio may be as a fraction of the
+// level's full-credit ratio — a quarter, so that a level's speed scale
+// separates naive from optimized with room for a noisy machine.
+inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points = 20, double max_of_full_credit = 0.25) {
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
     const json* speed = find_test(r.doc, "speed");
@@ -124,6 +127,10 @@ inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points =
     EXPECT_FALSE(speed->value("grader_error", false)) << (*speed)["output"];
     ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
     EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
+    ASSERT_TRUE((*speed)["speed"].contains("full_credit_ratio")) << (*speed)["output"];
+    EXPECT_LE((*speed)["speed"]["ratio"].get<double>(),
+              max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>())
+        << "the naive stub is not clearly apart from full credit: " << (*speed)["output"];
     EXPECT_LT((*speed)["score"].get<double>(), max_speed_points) << (*speed)["output"];
 }
 

@@ -63,9 +63,11 @@ TEST(LayoutGrade, WritesPastTheEndAreCrashesOnEveryShape) {
 
 TEST(LayoutGrade, NaiveStubIsCorrectButSlow) {
     // The naive transpose's ratio to the blocked rung was 0.25-0.33 on the
-    // 2-core EPYC guest (13-17 of 40 points); a neighbouring test can push it
-    // higher, still far from full credit.
-    expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 28);
+    // 2-core EPYC guest (13-17 of 40 points; 0.13-0.15 on the Cascade Lake
+    // guest); a neighbouring test can push it higher, still far from full
+    // credit — but not a quarter of it, as every other level's naive stub
+    // is: a transpose does no arithmetic, and naive is only 3-8x slower.
+    expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 28, 0.6);
 }
 
 TEST(LayoutGrade, ReferenceSolutionGetsFullMarks) {
