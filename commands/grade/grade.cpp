@@ -916,6 +916,43 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
 
 // --- the whole grading --------------------------------------------------------
 
+int grade_threads(const GradeOptions& o, const Exercise& x) {
+    const int hw = std::max(1u, std::thread::hardware_concurrency());
+    return o.threads > 0 ? o.threads : (x.threads > 0 ? x.threads : hw);
+}
+
+// What every report says before its tests: level, exercise, backend, seed,
+// threads and CPUs, sandbox, the most it can score.
+json report_head(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const Sandbox& sb) {
+    const int hw = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = grade_threads(o, x);
+    const bool emulated = b == Backend::cuda_emu;
+    json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
+                {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
+                {"seed", {{"kind", seed.kind}}}, {"threads", threads},
+                {"max_score", x.correctness_points + (emulated ? 0 : x.speed_points)},
+                {"cpus", cpu_list(emulated ? hw : threads)},
+                {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
+    if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
+    return doc;
+}
+
+// The report of a grade the grader itself could not finish (an exception
+// out of grade()): no points, the grader's error said, so that a course
+// platform still reads a report and knows to grade again.
+json grader_failure(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const Sandbox& sb,
+                    const std::string& what) {
+    json doc = report_head(o, x, b, seed, sb);
+    json t = test("grader", "grader", false, 0, doc["max_score"].get<double>(),
+                  "not graded: the grader failed (" + what +
+                      "). This is the grader's error, not the submission's: the instructor should see to it and grade again.");
+    t["grader_error"] = true;
+    doc["tests"] = json::array({t});
+    doc["score"] = 0;
+    doc["grader_error"] = true;
+    return doc;
+}
+
 json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const fs::path& tmp,
            const Sandbox& sb) {
     const Op* op = find_op(x.op);
@@ -923,16 +960,10 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     const Variant& ref = find_reference(x, b);
     const OracleFn& oracle = oracle_of(x, *op, ref);
     const int hw = std::max(1u, std::thread::hardware_concurrency());
-    const int threads = o.threads > 0 ? o.threads : (x.threads > 0 ? x.threads : hw);
+    const int threads = grade_threads(o, x);
     const bool emulated = b == Backend::cuda_emu;
-    const double max_score = x.correctness_points + (emulated ? 0 : x.speed_points);
 
-    json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
-                {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
-                {"seed", {{"kind", seed.kind}}}, {"threads", threads}, {"max_score", max_score},
-                {"cpus", cpu_list(emulated ? hw : threads)},
-                {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
-    if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
+    json doc = report_head(o, x, b, seed, sb);
     json tests = json::array();
 
     const Build build = build_submission(sb, x, b, o.submission, tmp, o.reference_solution);
@@ -1039,9 +1070,10 @@ int run_grade(const GradeOptions& o) {
     json doc;
     try {
         doc = grade(o, x, b, seed, tmp, sb);
+    } catch (const std::exception& e) {
+        doc = grader_failure(o, x, b, seed, sb, e.what());
     } catch (...) {
-        fs::remove_all(tmp);
-        throw;
+        doc = grader_failure(o, x, b, seed, sb, "an exception that is not a std::exception");
     }
     fs::remove_all(tmp);
 

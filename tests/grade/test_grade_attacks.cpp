@@ -368,6 +368,36 @@ TEST(GradeAttack, TheRungGradedAgainstCannotBeLinked) {
     EXPECT_NE(failures(r.doc).find("gemm_threads"), std::string::npos) << failures(r.doc);
 }
 
+// A grade the grader cannot finish (here a level whose op is not
+// registered, which only grading itself looks up) still writes a report in
+// every format: no points, the grader's error said, exit 3 (as for a grader
+// error in the speed test).
+TEST(GradeAttack, AGraderThatFailsStillWritesItsReport) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-levels-failing-" + std::to_string(getpid()));
+    fs::create_directories(dir / "03-layout");
+    json level = json::parse(std::ifstream(kSource + "/levels/03-layout/level.json"));
+    level["exercises"][0]["op"] = "no_such_op";
+    std::ofstream(dir / "03-layout" / "level.json") << level.dump(2);
+    for (const std::string format : {"json", "gradescope", "text"}) {
+        const GradeRun r = grade_level("03", "--submission " + kSource + "/levels/03-layout/exercise/transpose_cpu.cpp --seed 3",
+                                       format, "MEMWALL_LEVELS_DIR=" + dir.string());
+        EXPECT_EQ(r.status, 3) << format << ": " << r.output;
+        if (format == "text") {
+            EXPECT_NE(r.output.find("score 0.0 / "), std::string::npos) << r.output;
+            EXPECT_NE(r.output.find("the grader failed"), std::string::npos) << r.output;
+            continue;
+        }
+        ASSERT_TRUE(r.doc.is_object()) << format << ": " << r.output;
+        EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+        EXPECT_NE(r.doc.dump().find("the grader failed"), std::string::npos) << r.doc.dump(2);
+        EXPECT_NE(r.doc.dump().find("no_such_op"), std::string::npos) << r.doc.dump(2);
+        if (format == "json") {
+            EXPECT_TRUE(r.doc["grader_error"].get<bool>()) << r.doc.dump(2);
+        }
+    }
+    fs::remove_all(dir);
+}
+
 // A submission that defines the worker library's own loops (the ones that
 // call its rule and write the checked outputs) is a second definition, not
 // a replacement: a link error naming the function, no points.
