@@ -6,15 +6,11 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/splitmix.hpp"
+
 namespace mw {
 
 namespace {
-std::uint64_t splitmix64(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }  // [0,1)
 }  // namespace
 

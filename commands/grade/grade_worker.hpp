@@ -81,26 +81,19 @@ inline long raw_syscall3(long n, long a, long b, long c) {
 #endif
 }
 
-inline bool read_full(int fd, void* p, std::size_t n) {
-    auto* c = static_cast<char*>(p);
+// All n bytes at `addr` through read(2) or write(2) (`nr`), retried on EINTR.
+inline bool transfer_full(long nr, int fd, long addr, std::size_t n) {
     while (n > 0) {
-        const long r = raw_syscall3(SYS_read, fd, reinterpret_cast<long>(c), static_cast<long>(n));
+        const long r = raw_syscall3(nr, fd, addr, static_cast<long>(n));
         if (r == -4) continue;  // EINTR
         if (r <= 0) return false;
-        c += r, n -= static_cast<std::size_t>(r);
+        addr += r, n -= static_cast<std::size_t>(r);
     }
     return true;
 }
-
+inline bool read_full(int fd, void* p, std::size_t n) { return transfer_full(SYS_read, fd, reinterpret_cast<long>(p), n); }
 inline bool write_full(int fd, const void* p, std::size_t n) {
-    auto* c = static_cast<const char*>(p);
-    while (n > 0) {
-        const long r = raw_syscall3(SYS_write, fd, reinterpret_cast<long>(c), static_cast<long>(n));
-        if (r == -4) continue;  // EINTR
-        if (r <= 0) return false;
-        c += r, n -= static_cast<std::size_t>(r);
-    }
-    return true;
+    return transfer_full(SYS_write, fd, reinterpret_cast<long>(p), n);
 }
 
 }  // namespace mw::grade::detail

@@ -315,18 +315,16 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         return resolve_ref(kind + ":" + body.substr(q + 2), sub);
     }
     if (kind == "run") return run_ref(body, ctx);
-    if (kind == "speedup") {
-        auto slash = body.find('/');
-        if (slash == std::string::npos) throw Error("speedup needs two variants: speedup:simd/naive");
-        std::string a = body.substr(0, slash), b = body.substr(slash + 1);
+    if (kind == "speedup" || kind == "memory") {
+        // Two variants a/b ("self" for the step's own): b's time over a's, or
+        // a's peak memory over b's.
+        const auto slash = body.find('/');
+        if (slash == std::string::npos)
+            throw Error(kind + " needs two variants: " + kind + (kind == "speedup" ? ":simd/naive" : ":tiled/naive"));
+        std::string a = body.substr(0, slash);
+        const std::string b = body.substr(slash + 1);
         if (a == "self") a = ctx.self;
-        return best_time(find_run(ctx, b, "")) / best_time(find_run(ctx, a, ""));
-    }
-    if (kind == "memory") {
-        auto slash = body.find('/');
-        if (slash == std::string::npos) throw Error("memory needs two variants: memory:tiled/naive");
-        std::string a = body.substr(0, slash), b = body.substr(slash + 1);
-        if (a == "self") a = ctx.self;
+        if (kind == "speedup") return best_time(find_run(ctx, b, "")) / best_time(find_run(ctx, a, ""));
         return peak_bytes(find_run(ctx, a, "")) / peak_bytes(find_run(ctx, b, ""));
     }
     if (kind == "ceiling") return ceiling_ref(body, ctx.ceilings);

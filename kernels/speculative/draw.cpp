@@ -4,21 +4,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/splitmix.hpp"
+
 namespace mw::speculative {
 
-namespace {
-
-std::uint64_t splitmix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-}  // namespace
-
 double uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-    const std::uint64_t h = splitmix(splitmix(splitmix(seed) ^ stream) ^ index);
+    const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ index);
     return double(h >> 11) * 0x1.0p-53;
 }
 
