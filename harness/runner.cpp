@@ -384,12 +384,17 @@ void add_rates(json& r, double best, double peak) {
     if (r.contains("units_per_call")) r["units_per_s"] = timed ? r["units_per_call"].get<double>() / best : 0.0;
 }
 
+// Google Benchmark's own report of a timing, kept beside the row: its context
+// and its aggregates (mean, median, stddev, cv). Its per-repetition rows are
+// the samples the row's time_s summarises; they are not kept (one row per
+// sample made a results file megabytes long).
 void merge_gbench(json& gbench, const std::string& text) {
     if (text.empty()) return;
     try {
         auto j = json::parse(text);
         if (gbench["context"].is_null()) gbench["context"] = j["context"];
-        for (auto& b : j["benchmarks"]) gbench["benchmarks"].push_back(b);
+        for (auto& b : j["benchmarks"])
+            if (b.value("run_type", "") != "iteration") gbench["benchmarks"].push_back(b);
     } catch (...) {
     }
 }
