@@ -69,6 +69,27 @@ inline Fixture& fixture_for(const std::string& op_name, const mw::Shape& s) {
     return cache.emplace(key, std::move(f)).first->second;
 }
 
+// Every CPU variant of op `op_name` (at least `min_variants`) checked against
+// the oracle on one problem of shape s; the problem, for the caller's own
+// checks of the same outputs.
+inline mw::Problem expect_every_cpu_rung_correct(const std::string& op_name, const mw::Shape& s, std::uint64_t seed,
+                                                 std::size_t min_variants) {
+    const mw::Op* op = mw::find_op(op_name);
+    if (!op) {
+        ADD_FAILURE() << "no op " << op_name;
+        return {};
+    }
+    mw::Problem p = op->make_problem(s, mw::DType::f32, seed);
+    const auto oracle = op->oracle(p);
+    const auto variants = mw::variants_of(op_name, mw::Backend::cpu);
+    EXPECT_GE(variants.size(), min_variants) << op_name;
+    for (const auto* v : variants) {
+        const auto r = mw::check_variant(*op, *v, p, oracle);
+        EXPECT_TRUE(r.correct) << v->name << " at " << s.str() << ": " << r.message;
+    }
+    return p;
+}
+
 inline void check_case(const Case& c) {
     std::string why;
     if (!mw::runnable_here(*c.variant, &why)) GTEST_SKIP() << c.variant->name << ": " << why;

@@ -51,6 +51,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "harness/check.hpp"
 #include "harness/command.hpp"
@@ -335,6 +336,19 @@ struct Session {
     double budget_left = 0;  // seconds of call time left to the submission
     int starts = 0;
     bool left_behind = false;  // a stopped worker left a process behind
+
+    Session() = default;
+    Session(Session&& o) noexcept
+        : sandbox(o.sandbox), spec(std::move(o.spec)), shm(std::exchange(o.shm, {})),
+          worker(std::exchange(o.worker, {})), budget_left(o.budget_left), starts(o.starts),
+          left_behind(o.left_behind) {}
+    Session& operator=(Session&&) = delete;
+    // A session a throwing grade leaves behind still stops its worker and
+    // unmaps its memory (the guard would clean up only when the grader ends).
+    ~Session() {
+        if (worker.pid >= 0) stop_worker(worker);
+        release(shm);
+    }
 };
 
 struct Outcome {

@@ -99,25 +99,21 @@ TEST(EmuMatmul, TiledMatchesFp64At256) {
 // The scheduler runs each thread up to its next barrier in thread order, so a
 // missing barrier shows on every run: thread 0 reads tile entries that are
 // still poison (NaN), or that faster threads have already overwritten.
-TEST(EmuMatmul, MissingBarrierAfterLoadIsCaught) {
+// A tiled matmul with barrier `missing` (1: after the tile load, 2: before
+// the reload) left out is wrong by more than `least_error` on every run.
+void expect_missing_barrier_caught(int missing, double least_error, unsigned seed) {
     const int n = 64;
-    auto A = random_vector(n * n, 5), B = random_vector(n * n, 6);
+    auto A = random_vector(n * n, seed), B = random_vector(n * n, seed + 1);
     const auto ref = matmul_ref(A, B, n, n, n);
     for (int run = 0; run < 3; ++run) {
-        auto got = emu_test::tiled_matmul(A, B, n, n, n, 32, /*missing=*/1);
-        EXPECT_GT(max_abs_error(got, ref), 1.0) << "run " << run;
+        auto got = emu_test::tiled_matmul(A, B, n, n, n, 32, missing);
+        EXPECT_GT(max_abs_error(got, ref), least_error) << "barrier " << missing << ", run " << run;
     }
 }
 
-TEST(EmuMatmul, MissingBarrierBeforeReloadIsCaught) {
-    const int n = 64;
-    auto A = random_vector(n * n, 7), B = random_vector(n * n, 8);
-    const auto ref = matmul_ref(A, B, n, n, n);
-    for (int run = 0; run < 3; ++run) {
-        auto got = emu_test::tiled_matmul(A, B, n, n, n, 32, /*missing=*/2);
-        EXPECT_GT(max_abs_error(got, ref), 1e-2) << "run " << run;
-    }
-}
+TEST(EmuMatmul, MissingBarrierAfterLoadIsCaught) { expect_missing_barrier_caught(1, 1.0, 5); }
+
+TEST(EmuMatmul, MissingBarrierBeforeReloadIsCaught) { expect_missing_barrier_caught(2, 1e-2, 7); }
 
 TEST(EmuMatmul, StaticSharedIsPoisonedBeforeEveryBlock) {
     // Without poisoning, blocks 1 and 2 would see block 0's 1.0f values and
@@ -203,31 +199,36 @@ TEST(EmuWarp, PrimitivesFollowCudaSemantics) {
     }
 }
 
-TEST(EmuFaults, DivergentBarrierThrows) {
-    expect_launch_error(emu_test::divergent_barrier, "early_return_kernel", "divergent __syncthreads");
+// A kernel that breaks a CUDA rule, the kernel the error names, and what it says.
+struct Fault {
+    const char* name;
+    void (*fn)();
+    const char* kernel;
+    const char* what;
+};
+
+class EmuFaults : public testing::TestWithParam<Fault> {};
+
+TEST_P(EmuFaults, AreThrownNamingTheKernel) {
+    expect_launch_error(GetParam().fn, GetParam().kernel, GetParam().what);
 }
 
-TEST(EmuFaults, BarriersInDifferentBranchesThrow) {
-    expect_launch_error(emu_test::barrier_in_branches, "barrier_in_branches_kernel", "divergent __syncthreads");
-}
+INSTANTIATE_TEST_SUITE_P(
+    Rules, EmuFaults,
+    testing::Values(
+        Fault{"DivergentBarrier", emu_test::divergent_barrier, "early_return_kernel", "divergent __syncthreads"},
+        Fault{"BarriersInDifferentBranches", emu_test::barrier_in_branches, "barrier_in_branches_kernel",
+              "divergent __syncthreads"},
+        Fault{"ShuffleMaskWithoutCaller", emu_test::shuffle_mask_excludes_caller, "xor_half_mask_kernel",
+              "does not include the calling lane"},
+        Fault{"ShuffleFromLaneOutsideMask", emu_test::shuffle_reads_outside_mask, "half_mask_kernel",
+              "which is not in its mask"},
+        Fault{"ShuffleMasksThatDisagree", emu_test::shuffle_masks_differ, "different_masks_kernel",
+              "does not match lane"},
+        Fault{"ShuffleWaitingForExitedLanes", emu_test::shuffle_after_exit, "shuffle_after_exit_kernel", "exited"}),
+    [](const testing::TestParamInfo<Fault>& i) { return std::string(i.param.name); });
 
-TEST(EmuFaults, ShuffleMaskWithoutCallerThrows) {
-    expect_launch_error(emu_test::shuffle_mask_excludes_caller, "xor_half_mask_kernel", "does not include the calling lane");
-}
-
-TEST(EmuFaults, ShuffleFromLaneOutsideMaskThrows) {
-    expect_launch_error(emu_test::shuffle_reads_outside_mask, "half_mask_kernel", "which is not in its mask");
-}
-
-TEST(EmuFaults, ShuffleMasksThatDisagreeThrow) {
-    expect_launch_error(emu_test::shuffle_masks_differ, "different_masks_kernel", "does not match lane");
-}
-
-TEST(EmuFaults, ShuffleWaitingForExitedLanesThrows) {
-    expect_launch_error(emu_test::shuffle_after_exit, "shuffle_after_exit_kernel", "exited");
-}
-
-TEST(EmuFaults, EmulatorStillWorksAfterAnAbortedLaunch) {
+TEST(EmuAbortedLaunch, EmulatorStillWorksAfterIt) {
     EXPECT_THROW(emu_test::divergent_barrier(), mw::emu::LaunchError);
     auto x = random_vector(100, 23);
     auto got = emu_test::row_sums(x, 1, 100, 64);

@@ -16,7 +16,9 @@
 // one (`sandbox.cgroups`), and skipped, never passed, where it does not.
 #include <gtest/gtest.h>
 
+#include <grp.h>
 #include <sched.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <sstream>
@@ -301,10 +303,42 @@ std::vector<std::string> grade_leftovers(pid_t grader) {
     return found;
 }
 
-TEST(GradeAttack, AKilledGraderLeavesNothingBehind) {
+// Who runs the grader that is killed: root, as a course platform does (the
+// grade's cgroups are made where writable), or an unprivileged user (no
+// cgroups: the sandbox's namespaces and the guard alone).
+enum class Grader { root, unprivileged };
+
+constexpr uid_t kNobody = 65534;
+
+// Drops this (forked) process to nobody; false where it cannot.
+bool become_nobody() { return setgroups(0, nullptr) == 0 && setgid(kNobody) == 0 && setuid(kNobody) == 0; }
+
+// Whether an unprivileged user can run memwall from where it was built (a
+// build under a private home folder cannot be).
+bool nobody_can_run_memwall() {
+    const pid_t p = fork();
+    if (p == 0) {
+        if (geteuid() == 0 && !become_nobody()) _exit(126);
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(MEMWALL_BIN, MEMWALL_BIN, "list", (char*)nullptr);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(p, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+class KilledGrader : public testing::TestWithParam<Grader> {};
+
+TEST_P(KilledGrader, LeavesNothingBehind) {
+    const bool as_nobody = GetParam() == Grader::unprivileged && geteuid() == 0;
+    if (GetParam() == Grader::root && geteuid() != 0) GTEST_SKIP() << "needs root";
+    if (as_nobody && !nobody_can_run_memwall()) GTEST_SKIP() << "user nobody cannot run " << MEMWALL_BIN;
     const pid_t grader = fork();
     ASSERT_GE(grader, 0);
     if (grader == 0) {
+        if (as_nobody && !become_nobody()) _exit(126);
         const std::string sub = kControls + "/attack_hang.cpp";
         freopen("/dev/null", "w", stdout);
         execl(MEMWALL_BIN, MEMWALL_BIN, "grade", "01", "--submission", sub.c_str(), "--seed", "13", "--format", "json",
@@ -323,7 +357,9 @@ TEST(GradeAttack, AKilledGraderLeavesNothingBehind) {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     ASSERT_EQ(waitpid(grader, nullptr, WNOHANG), 0) << "the grader ended by itself";
     const bool cgroups_made = grade_leftovers(grader).size() > 1;
+    if (as_nobody) EXPECT_FALSE(cgroups_made) << "an unprivileged grader made cgroups";
     const int workers = processes_matching(folder);
+    EXPECT_GT(workers, 0) << "no process of the grade was running when the grader was killed";
     kill(grader, SIGKILL);
     waitpid(grader, nullptr, 0);
     std::vector<std::string> left;
@@ -334,8 +370,13 @@ TEST(GradeAttack, AKilledGraderLeavesNothingBehind) {
     }
     EXPECT_EQ(processes_matching(folder), 0) << "a process of the grade outlived it (" << workers << " before)";
     for (auto& l : left) ADD_FAILURE() << "left behind: " << l;
-    if (!cgroups_made) std::cout << "(no writable cgroups here: the temp folder was checked)\n";
+    if (!cgroups_made) std::cout << "(no cgroups made: the processes and the temp folder were checked)\n";
 }
+
+INSTANTIATE_TEST_SUITE_P(GradeAttack, KilledGrader, testing::Values(Grader::root, Grader::unprivileged),
+                         [](const testing::TestParamInfo<Grader>& i) {
+                             return std::string(i.param == Grader::root ? "AsRoot" : "AsAnUnprivilegedUser");
+                         });
 
 TEST(GradeAttack, CleanupRemovesWhatADeadGraderLeft) {
     // A temp folder as a grader that died with its guard would leave it.

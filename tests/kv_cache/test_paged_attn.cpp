@@ -16,6 +16,7 @@
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "reference/kv_cache/paged_attn.hpp"
+#include "tests/oracle_cases.hpp"
 
 namespace {
 
@@ -47,17 +48,7 @@ protected:
 };
 
 TEST_P(PagedAttn, EveryRungMatchesTheOracle) {
-    const mw::Shape& s = GetParam().shape;
-    const mw::Op* op = mw::find_op("paged_attn");
-    ASSERT_NE(op, nullptr);
-    mw::Problem p = op->make_problem(s, mw::DType::f32, 7);
-    const auto oracle = op->oracle(p);
-    const auto variants = mw::variants_of("paged_attn", mw::Backend::cpu);
-    ASSERT_GE(variants.size(), 2u);
-    for (const auto* v : variants) {
-        const auto r = mw::check_variant(*op, *v, p, oracle);
-        EXPECT_TRUE(r.correct) << v->name << " at " << s.str() << ": " << r.message;
-    }
+    mw::test::expect_every_cpu_rung_correct("paged_attn", GetParam().shape, 7, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(OddShapesFirst, PagedAttn, ::testing::ValuesIn(cases()),

@@ -65,6 +65,14 @@ protected:
         for (const char* f : {"ceilings.json", "vectorization-cpu.json"}) fs::copy_file(good / f, d / f);
         return d;
     }
+    // A copy whose JSON file is edited by `edit` and written back.
+    template <class Edit> static fs::path copy_edited(const std::string& name, const char* file, Edit edit) {
+        const fs::path d = copy(name);
+        json doc = json::parse(slurp(d / file));
+        edit(doc);
+        spit(d / file, doc.dump());
+        return d;
+    }
     static void expect_rejected(const fs::path& dir, const std::vector<std::string>& mentions) {
         auto r = memwall("report " + dir.string() + " --html");
         EXPECT_EQ(r.status, 2) << r.output;
@@ -147,26 +155,17 @@ TEST_F(ReportHtml, AnEmptyFileIsNamed) {
 }
 
 TEST_F(ReportHtml, AnotherSchemaVersionIsNamed) {
-    const fs::path d = copy("schema");
-    json doc = json::parse(slurp(d / "vectorization-cpu.json"));
-    doc["schema"] = "memwall.results/2";
-    spit(d / "vectorization-cpu.json", doc.dump());
+    const fs::path d = copy_edited("schema", "vectorization-cpu.json", [](json& doc) { doc["schema"] = "memwall.results/2"; });
     expect_rejected(d, {"vectorization-cpu.json", "memwall.results/2", "memwall.results/1"});
 }
 
 TEST_F(ReportHtml, CeilingsOfAnotherSchemaVersionAreNamed) {
-    const fs::path d = copy("ceilings-schema");
-    json doc = json::parse(slurp(d / "ceilings.json"));
-    doc["schema"] = "memwall.ceilings/0";
-    spit(d / "ceilings.json", doc.dump());
+    const fs::path d = copy_edited("ceilings-schema", "ceilings.json", [](json& doc) { doc["schema"] = "memwall.ceilings/0"; });
     expect_rejected(d, {"ceilings.json", "memwall.ceilings/0", "memwall.ceilings/1"});
 }
 
 TEST_F(ReportHtml, ARunWithoutItsTimesIsNamed) {
-    const fs::path d = copy("no-time");
-    json doc = json::parse(slurp(d / "vectorization-cpu.json"));
-    doc["runs"][0].erase("time_s");
-    spit(d / "vectorization-cpu.json", doc.dump());
+    const fs::path d = copy_edited("no-time", "vectorization-cpu.json", [](json& doc) { doc["runs"][0].erase("time_s"); });
     expect_rejected(d, {"vectorization-cpu.json", "time_s"});
 }
 
