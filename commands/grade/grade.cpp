@@ -55,9 +55,11 @@
 
 #include "harness/check.hpp"
 #include "harness/command.hpp"
+#include "commands/grade/device_server.hpp"
 #include "commands/grade/keyed_seed.hpp"
 #include "commands/grade/sanitize.hpp"
 #include "commands/grade/sandbox.hpp"
+#include "harness/emu/remote_device.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
@@ -226,9 +228,7 @@ bool built_with_asan() {
 
 std::vector<std::string> child_env(int threads) {
     return {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
-            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads),
-            // cuda-emu: device memory unreachable from host code, as on a GPU
-            "MEMWALL_EMU_DEVICE_MEMORY=protected"};
+            "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
 }
 
 std::vector<std::string> compile_command(const Exercise& x, Backend b, const fs::path& src, const fs::path& exe,
@@ -336,12 +336,18 @@ struct Session {
     double budget_left = 0;  // seconds of call time left to the submission
     int starts = 0;
     bool left_behind = false;  // a stopped worker left a process behind
+    // cuda-emu: the emulated device memory, held here (DeviceServer), and
+    // where each buffer of the call was staged in it.
+    std::unique_ptr<DeviceServer> device;
+    std::uint64_t device_at[kMaxBuffers] = {};
 
     Session() = default;
     Session(Session&& o) noexcept
         : sandbox(o.sandbox), spec(std::move(o.spec)), shm(std::exchange(o.shm, {})),
           worker(std::exchange(o.worker, {})), budget_left(o.budget_left), starts(o.starts),
-          left_behind(o.left_behind) {}
+          left_behind(o.left_behind), device(std::move(o.device)) {
+        std::copy(std::begin(o.device_at), std::end(o.device_at), device_at);
+    }
     Session& operator=(Session&&) = delete;
     // A session a throwing grade leaves behind still stops its worker and
     // unmaps its memory (the guard would clean up only when the grader ends).
@@ -396,8 +402,33 @@ CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uin
     return c;
 }
 
-// Header, inputs, poisoned outputs, extras and canaries into the shared mapping.
-void stage(Session& s, CallData& c) {
+// Under cuda-emu: the call's buffers into the emulated device memory the
+// grader holds (inputs and extras as they are, outputs poisoned with 0xFF
+// bytes, NaN), each at an address the header passes to the adapter; fresh
+// allocations every call (the last call's freed, if the submission has not
+// freed them itself). "" or why the device cannot take them.
+std::string stage_on_device(Session& s, const CallData& c, SharedHeader& h) {
+    const auto all = buffers_of(c);
+    const std::size_t n_in = c.p.inputs.size(), n_out = c.p.outputs.size();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::size_t bytes = all[i]->size_bytes();
+        if (s.device_at[i]) s.device->free(s.device_at[i]);
+        s.device_at[i] = s.device->alloc(bytes);
+        if (!s.device_at[i])
+            return "the emulated device memory cannot hold the call's buffers: the submission's own allocations "
+                   "fill it (at most " + std::to_string(s.spec.limits.memory_mb) + " MiB)";
+        const bool is_output = i >= n_in && i < n_in + n_out;
+        if (is_output) s.device->fill(s.device_at[i], 0xFF, bytes);
+        else s.device->write(s.device_at[i], all[i]->data.get(), bytes);
+        h.device[i] = s.device_at[i];
+    }
+    return {};
+}
+
+// Header, inputs, poisoned outputs, extras and canaries into the shared
+// mapping (and under cuda-emu the emulated device memory). "" or why the
+// call cannot be staged.
+std::string stage(Session& s, CallData& c) {
     Problem& p = c.p;
     SharedHeader& h = s.shm.header();
     h = SharedHeader{};
@@ -422,6 +453,7 @@ void stage(Session& s, CallData& c) {
         std::snprintf(h.axis_names[h.n_axes], sizeof h.axis_names[0], "%s", name.c_str());
         h.axes[h.n_axes++] = v;
     }
+    return s.device ? stage_on_device(s, c, h) : std::string();
 }
 
 // The first byte of [from, to) that is not the canary, or `to`.
@@ -437,6 +469,18 @@ std::size_t first_changed(const unsigned char* base, std::size_t from, std::size
 std::string collect(Session& s, CallData& c, const SharedHeader& h) {
     const auto all = buffers_of(c);
     const unsigned char* base = s.shm.base;
+    // What the call left in buffer i: the shared mapping's copy, or under
+    // cuda-emu the emulated device memory's (the submission's process holds
+    // no copy the grader reads).
+    std::vector<unsigned char> from_device;
+    const auto left_in = [&](std::size_t i) -> const unsigned char* {
+        if (!s.device) return base + h.offset[i];
+        from_device.resize(all[i]->size_bytes());
+        return s.device->read(h.device[i], from_device.data(), from_device.size()) ? from_device.data() : nullptr;
+    };
+    const auto freed = [&](std::size_t i) {
+        return "the submission freed " + all[i]->name + ", device memory the grader gave it (cudaFree)";
+    };
     if (first_changed(base, kHeaderBytes, kHeaderBytes + kPage) != kHeaderBytes + kPage)
         return "the submission wrote before the start of its first buffer (" + all[0]->name + ")";
     const std::size_t n_in = c.p.inputs.size(), n_out = c.p.outputs.size();
@@ -453,17 +497,21 @@ std::string collect(Session& s, CallData& c, const SharedHeader& h) {
                    " bytes before its first element)";
         const bool is_output = i >= n_in && i < n_in + n_out;
         if (is_output) continue;
-        if (std::memcmp(base + start, b.data.get(), b.size_bytes()) != 0) {
+        const unsigned char* left = left_in(i);
+        if (!left) return freed(i);
+        if (std::memcmp(left, b.data.get(), b.size_bytes()) != 0) {
             std::size_t e = 0;
             const std::size_t es = b.size_bytes() / std::max<std::size_t>(b.count, 1);
-            while (e < b.count && std::memcmp(base + start + e * es, b.data.get() + e * es, es) == 0) ++e;
+            while (e < b.count && std::memcmp(left + e * es, b.data.get() + e * es, es) == 0) ++e;
             return "the submission wrote into its input " + b.name + " (first change at " + element_name(b, e) +
                    "); inputs are const";
         }
     }
     for (std::size_t k = 0; k < n_out; ++k) {
         Buffer& b = c.p.outputs[k];
-        std::memcpy(b.data.get(), base + h.offset[n_in + k], b.size_bytes());
+        const unsigned char* left = left_in(n_in + k);
+        if (!left) return freed(n_in + k);
+        std::memcpy(b.data.get(), left, b.size_bytes());
     }
     return {};
 }
@@ -492,11 +540,20 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
             return o;
         }
         stop(s);  // whatever the last one left
-        s.worker = start_worker(*s.sandbox, s.spec, s.shm);
+        int device_fd = -1;
+        if (s.device) {
+            device_fd = s.device->reconnect();  // a fresh device: nothing of the last worker's
+            std::fill(std::begin(s.device_at), std::end(s.device_at), 0);
+        }
+        s.worker = start_worker(*s.sandbox, s.spec, s.shm, device_fd);
         ++s.starts;
     }
     SharedHeader staged;
-    if (cmd == kRun) stage(s, *c), staged = s.shm.header();
+    if (cmd == kRun) {
+        o.message = stage(s, *c);
+        if (!o.message.empty()) return o;
+        staged = s.shm.header();
+    }
     const long long oom_before = s.worker.cgroup ? s.worker.cgroup->oom_kills() : 0;
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
@@ -993,6 +1050,11 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.spec.ro_binds = {build.exe.string()};
         const int worker_threads = emulated ? hw : threads;
         s.spec.env = child_env(worker_threads);
+        if (emulated) {
+            // The emulated device memory in this process, reached over kDeviceFd.
+            s.device = std::make_unique<DeviceServer>(std::size_t(x.memory_limit_mb) << 20);
+            s.spec.env.push_back(std::string(emu::remote::kFdVariable) + "=" + std::to_string(kDeviceFd));
+        }
         const double wall = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s;
         s.spec.limits = {.wall_s = wall,
                          .memory_mb = std::size_t(x.memory_limit_mb),

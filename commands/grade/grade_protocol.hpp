@@ -48,6 +48,11 @@ struct SharedHeader {
     std::uint64_t mapped_bytes = 0;  // the part of the mapping this call's layout uses
     std::int64_t axes[kMaxAxes] = {};
     char axis_names[kMaxAxes][16] = {};
+    // Under cuda-emu: where the grader staged each buffer in the emulated
+    // device memory it holds (commands/grade/device_server.hpp), so the
+    // adapter copies nothing and the grader reads the outputs from there; 0
+    // on a real GPU, where the adapter uploads and downloads.
+    std::uint64_t device[kMaxBuffers] = {};
 };
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
@@ -84,7 +89,8 @@ struct Reply {
     char message[480] = {};
 };
 
-// File descriptors a worker inherits.
-constexpr int kShmFd = 3, kCommandFd = 4, kReplyFd = 5;
+// File descriptors a worker inherits (kDeviceFd: under cuda-emu only, the
+// socket to the emulated device memory; MEMWALL_EMU_DEVICE_FD names it).
+constexpr int kShmFd = 3, kCommandFd = 4, kReplyFd = 5, kDeviceFd = 6;
 
 }  // namespace mw::grade

@@ -670,7 +670,7 @@ void release(SharedMemory& shm) {
     shm = {};
 }
 
-Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm) {
+Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm, int device_fd) {
     Worker w;
     w.limits = spec.limits;
     w.log = std::make_shared<Log>();
@@ -682,17 +682,18 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
     if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0)
         throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     const Prepared p = prepare(sb, spec, w.cgroup.get());
-    const int fds[3][2] = {{shm.fd, kShmFd}, {cmd[0], kCommandFd}, {rep[1], kReplyFd}};
+    const int fds[4][2] = {{shm.fd, kShmFd}, {cmd[0], kCommandFd}, {rep[1], kReplyFd}, {device_fd, kDeviceFd}};
+    const int n_fds = device_fd >= 0 ? 4 : 3;
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
         // dup2 to a number another source still occupies would clobber it:
         // lift every source above the targets first (dup2 clears O_CLOEXEC on
         // the copies; the originals close at exec).
-        int lifted[3][2];
-        for (int i = 0; i < 3; ++i) lifted[i][0] = fcntl(fds[i][0], F_DUPFD, 16), lifted[i][1] = fds[i][1];
+        int lifted[4][2];
+        for (int i = 0; i < n_fds; ++i) lifted[i][0] = fcntl(fds[i][0], F_DUPFD, 16), lifted[i][1] = fds[i][1];
         const int lf = fcntl(w.log->fd, F_DUPFD, 16);
-        exec_child(p, w.cgroup.get(), lf, lifted, 3);
+        exec_child(p, w.cgroup.get(), lf, lifted, n_fds);
     }
     close(cmd[0]);
     close(rep[1]);

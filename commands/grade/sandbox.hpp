@@ -149,7 +149,9 @@ struct Worker {
     bool sandboxed = false;
 };
 
-Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm);
+// device_fd: under cuda-emu, the socket to the emulated device memory, given
+// to the worker as kDeviceFd (-1: none).
+Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm, int device_fd = -1);
 
 // One round trip: send `cmd`, wait up to `timeout_s` for the reply. The
 // worker's cgroup is thawed for the call and frozen again as soon as the

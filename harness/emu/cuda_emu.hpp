@@ -102,19 +102,10 @@ struct LaunchSpec {
 };
 void run_launch(const LaunchSpec& spec);
 
-// Device memory as a GPU has it: with MEMWALL_EMU_DEVICE_MEMORY=protected in
-// the environment (the grader sets it), cudaMalloc'd memory is inaccessible
-// to host code except inside kernels and cudaMemcpy/cudaMemset, so a "CUDA"
-// program that computes on the host through device pointers crashes as it
-// would on a GPU. Otherwise (the default) device memory is plain heap memory,
-// sized exactly, so AddressSanitizer sees a kernel's out-of-bounds access.
-// Opens are counted: the memory closes again when the last one ends.
-struct DeviceMemoryOpen {
-    DeviceMemoryOpen();
-    ~DeviceMemoryOpen();
-    DeviceMemoryOpen(const DeviceMemoryOpen&) = delete;
-    DeviceMemoryOpen& operator=(const DeviceMemoryOpen&) = delete;
-};
+// Device memory is plain heap memory, sized exactly, so AddressSanitizer
+// sees a kernel's out-of-bounds access -- unless MEMWALL_EMU_DEVICE_FD names
+// a socket to another process that holds it (remote_device.hpp), as
+// `memwall grade` runs a submission: then host code cannot reach it at all.
 
 template <class T> std::uint64_t to_bits(const T& v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp primitives move up to 8 bytes");
@@ -441,7 +432,6 @@ template <class T>
 cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t bytes, std::size_t offset = 0,
                                cudaMemcpyKind = cudaMemcpyHostToDevice) {
     if (offset + bytes > sizeof(T)) return cudaErrorInvalidValue;
-    const ::mw::emu::detail::DeviceMemoryOpen open;
     std::memcpy(reinterpret_cast<char*>(&symbol) + offset, src, bytes);
     return cudaSuccess;
 }
@@ -449,7 +439,6 @@ template <class T>
 cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t bytes, std::size_t offset = 0,
                                  cudaMemcpyKind = cudaMemcpyDeviceToHost) {
     if (offset + bytes > sizeof(T)) return cudaErrorInvalidValue;
-    const ::mw::emu::detail::DeviceMemoryOpen open;
     std::memcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, bytes);
     return cudaSuccess;
 }

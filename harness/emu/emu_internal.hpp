@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "harness/emu/cuda_emu.hpp"
 
 namespace mw::emu::detail {
 
@@ -28,5 +31,16 @@ const KernelInfo& kernel_info(const void* kernel);
 // This OS thread's copy of module `tls_module`'s thread-local block (nullptr
 // when not allocated yet).
 char* tls_block(std::size_t tls_module);
+
+// Device memory held by another process (remote_device.hpp; remote.cpp):
+// on when MEMWALL_EMU_DEVICE_FD names the socket to it.
+bool remote_device();
+cudaError_t remote_malloc(void** ptr, std::size_t bytes);
+cudaError_t remote_free(void* ptr);
+cudaError_t remote_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
+cudaError_t remote_set(void* dst, int value, std::size_t bytes);
+// Runs `run` (a launch's blocks) in a forked child that holds every
+// allocation at its address for the time of the kernel; throws LaunchError.
+void remote_launch(const std::function<void()>& run);
 
 }  // namespace mw::emu::detail

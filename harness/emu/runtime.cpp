@@ -1,17 +1,14 @@
-// cuda-emu: the host runtime subset. "Device" memory is host memory, every
-// call is synchronous (launches finish before mw::launch returns), streams
+// cuda-emu: the host runtime subset. "Device" memory is host memory (or held
+// by another process: remote.cpp), every call is synchronous (launches finish before mw::launch returns), streams
 // and events exist only so CUDA host code runs unchanged.
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <new>
 
 #include "harness/emu/cuda_emu.hpp"
+#include "harness/emu/emu_internal.hpp"
 
 struct CUstream_st {};
 struct CUevent_st {
@@ -43,53 +40,7 @@ template <class Handle> cudaError_t destroy_handle(Handle* h) {
 // AddressSanitizer reports an access one element past the end.
 constexpr std::align_val_t device_alignment{256};
 
-// Protected device memory (see DeviceMemoryOpen in cuda_emu.hpp): each
-// allocation is its own mapping, ending 0-255 bytes before an unmapped guard
-// page, inaccessible while no kernel or copy runs.
-struct Protected {
-    std::mutex m;
-    int open = 0;
-    std::map<void*, std::pair<unsigned char*, std::size_t>> maps;  // pointer -> (mapping, data pages)
-};
-
-Protected& device_memory() {
-    static Protected p;
-    return p;
-}
-
-bool protected_mode() {
-    static const bool on = [] {
-        const char* e = std::getenv("MEMWALL_EMU_DEVICE_MEMORY");
-        return e && std::strcmp(e, "protected") == 0;
-    }();
-    return on;
-}
-
-constexpr std::size_t kPageBytes = 4096;
-
 }  // namespace
-
-namespace mw::emu::detail {
-
-DeviceMemoryOpen::DeviceMemoryOpen() {
-    if (!protected_mode()) return;
-    Protected& p = device_memory();
-    std::lock_guard lk(p.m);
-    if (p.open++ == 0)
-        for (auto& [ptr, map] : p.maps) mprotect(map.first, map.second, PROT_READ | PROT_WRITE);
-}
-
-DeviceMemoryOpen::~DeviceMemoryOpen() {
-    if (!protected_mode()) return;
-    Protected& p = device_memory();
-    std::lock_guard lk(p.m);
-    if (--p.open == 0)
-        for (auto& [ptr, map] : p.maps) mprotect(map.first, map.second, PROT_NONE);
-}
-
-}  // namespace mw::emu::detail
-
-using mw::emu::detail::DeviceMemoryOpen;
 
 const char* cudaGetErrorName(cudaError_t e) {
     switch (e) {
@@ -132,33 +83,13 @@ cudaError_t cudaPeekAtLastError() { return last_error; }
 
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
     if (!ptr) return record(cudaErrorInvalidValue);
-    if (protected_mode()) {
-        const std::size_t used = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
-        const std::size_t pages = (used + kPageBytes - 1) / kPageBytes * kPageBytes;
-        void* m = mmap(nullptr, pages + kPageBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return record(cudaErrorMemoryAllocation);
-        auto* base = static_cast<unsigned char*>(m);
-        *ptr = base + (pages - used);
-        Protected& p = device_memory();
-        std::lock_guard lk(p.m);
-        p.maps[*ptr] = {base, pages};
-        if (p.open > 0) mprotect(base, pages, PROT_READ | PROT_WRITE);
-        return cudaSuccess;
-    }
+    if (mw::emu::detail::remote_device()) return record(mw::emu::detail::remote_malloc(ptr, bytes));
     *ptr = ::operator new(bytes, device_alignment, std::nothrow);
     return *ptr ? cudaSuccess : record(cudaErrorMemoryAllocation);
 }
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
-    if (protected_mode()) {
-        Protected& p = device_memory();
-        std::lock_guard lk(p.m);
-        const auto it = p.maps.find(ptr);
-        if (it == p.maps.end()) return record(cudaErrorInvalidDevicePointer);
-        munmap(it->second.first, it->second.second + kPageBytes);
-        p.maps.erase(it);
-        return cudaSuccess;
-    }
+    if (mw::emu::detail::remote_device()) return record(mw::emu::detail::remote_free(ptr));
     ::operator delete(ptr, device_alignment);
     return cudaSuccess;
 }
@@ -177,7 +108,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
     if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return record(cudaErrorInvalidMemcpyDirection);
     if (bytes == 0) return cudaSuccess;
     if (!dst || !src) return record(cudaErrorInvalidValue);
-    const DeviceMemoryOpen open;
+    if (mw::emu::detail::remote_device()) return record(mw::emu::detail::remote_copy(dst, src, bytes, kind));
     std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
@@ -187,7 +118,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
     if (bytes == 0) return cudaSuccess;
     if (!dst) return record(cudaErrorInvalidValue);
-    const DeviceMemoryOpen open;
+    if (mw::emu::detail::remote_device()) return record(mw::emu::detail::remote_set(dst, value, bytes));
     std::memset(dst, value, bytes);
     return cudaSuccess;
 }

@@ -661,10 +661,13 @@ void run_launch(const LaunchSpec& spec) {
     // One launch at a time: the pool and the workers' state are shared.
     static std::mutex launch_m;
     std::lock_guard lk(launch_m);
-    const DeviceMemoryOpen device_memory;  // kernels may touch device memory
-    if (nworkers <= 1) work();
-    else pool().run(work, nworkers - 1);
-    if (first_error) std::rethrow_exception(first_error);
+    const auto run_blocks = [&] {
+        if (nworkers <= 1) work();
+        else pool().run(work, nworkers - 1);
+        if (first_error) std::rethrow_exception(first_error);
+    };
+    if (remote_device()) return remote_launch(run_blocks);  // device memory lives in another process
+    run_blocks();
 }
 
 }  // namespace mw::emu::detail

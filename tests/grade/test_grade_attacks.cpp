@@ -9,7 +9,9 @@
 //   4. no grade at all (signals everywhere, folders where logs once were);
 //   5. weak containment (forks, memory summed over processes, threads);
 //   6. smaller: writes past an output, a forbidden BLAS, a "CUDA" program
-//      that computes on the host, exactness only where it is checked;
+//      that computes on the host (through device pointers, or after opening
+//      the emulated device memory from inside), exactness only where it is
+//      checked;
 //   7. what reaches a child or a report: the grader's standard input, the
 //      priority children run at, bytes no report can hold as they are.
 // Limits that need a writable cgroup are checked where the grader reports
@@ -204,6 +206,17 @@ TEST(GradeAttack, HostOnlyCudaFailsUnderTheEmulator) {
     expect_rejected(r, {"attack_host_only.cu", "SIGSEGV", 0}, "gemm-cuda");
 }
 
+// The emulated device memory is the grader's, not the submission's process's:
+// neither lifting page protections (with the emulator's own DeviceMemoryOpen,
+// mprotect or mmap) nor unsetting the emulator's environment before it reads
+// it gives host code the inputs or a way to the outputs the grader reads.
+TEST(GradeAttack, EmulatedDeviceMemoryCannotBeOpenedFromInside) {
+    const GradeRun lifted = grade_level("01", control("attack_emu_lift_protection.cu") + " --backend cuda-emu --seed 5");
+    expect_rejected(lifted, {"attack_emu_lift_protection.cu", "NaN", 0}, "gemm-cuda");
+    const GradeRun unset = grade_level("01", control("attack_emu_unset_environment.cu") + " --backend cuda-emu --seed 5");
+    expect_rejected(unset, {"attack_emu_unset_environment.cu", "SIGSEGV", 0}, "gemm-cuda");
+}
+
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;
@@ -357,7 +370,9 @@ TEST_P(KilledGrader, LeavesNothingBehind) {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     ASSERT_EQ(waitpid(grader, nullptr, WNOHANG), 0) << "the grader ended by itself";
     const bool cgroups_made = grade_leftovers(grader).size() > 1;
-    if (as_nobody) EXPECT_FALSE(cgroups_made) << "an unprivileged grader made cgroups";
+    if (as_nobody) {
+        EXPECT_FALSE(cgroups_made) << "an unprivileged grader made cgroups";
+    }
     const int workers = processes_matching(folder);
     EXPECT_GT(workers, 0) << "no process of the grade was running when the grader was killed";
     kill(grader, SIGKILL);

@@ -1,0 +1,53 @@
+// The emulated GPU's memory of a submission graded under cuda-emu, held in
+// the grader's own process (harness/emu/remote_device.hpp is the wire): the
+// submission reaches it only through cudaMemcpy/cudaMemset and its kernels'
+// processes, never through a pointer, whatever it does to its own memory.
+// The grader stages each call's buffers here itself and reads the outputs
+// from here, not from anything the submission's process can write.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mw::grade {
+
+class DeviceServer {
+public:
+    explicit DeviceServer(std::size_t limit_bytes);  // at most this much allocated at once
+    ~DeviceServer();
+    DeviceServer(const DeviceServer&) = delete;
+    DeviceServer& operator=(const DeviceServer&) = delete;
+
+    // A fresh device for a (re)started worker: every allocation dropped, a
+    // new socket whose client end the worker inherits; the old one is closed.
+    int reconnect();
+
+    // The grader's own access, between calls. alloc: 0 when over the limit;
+    // the others: false unless [addr, addr + bytes) lies in one allocation
+    // (the submission may have freed it).
+    std::uint64_t alloc(std::size_t bytes);
+    void free(std::uint64_t addr);
+    bool write(std::uint64_t addr, const void* data, std::size_t bytes);
+    bool read(std::uint64_t addr, void* out, std::size_t bytes) const;
+    bool fill(std::uint64_t addr, unsigned char value, std::size_t bytes);
+
+private:
+    void serve(int fd);
+    bool handle(int fd);
+    unsigned char* span(std::uint64_t addr, std::size_t bytes);  // nullptr unless inside one allocation
+    void stop_serving();
+
+    static constexpr std::size_t kMaxAllocations = 1 << 16;
+    std::size_t limit_, used_ = 0;
+    std::uint64_t next_;
+    std::map<std::uint64_t, std::vector<unsigned char>> mem_;
+    mutable std::mutex m_;
+    int server_fd_ = -1, client_fd_ = -1;
+    std::thread thread_;
+};
+
+}  // namespace mw::grade

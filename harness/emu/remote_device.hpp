@@ -1,0 +1,98 @@
+// cuda-emu's device memory in another process: the wire between the emulated
+// runtime (the client, in the program that runs CUDA host code) and whoever
+// holds the device memory (the server: `memwall grade`, for a submission).
+//
+// Why: in one process, device memory that host code must not touch can only
+// be guarded by that process's own page protections, which the process can
+// lift again. With MEMWALL_EMU_DEVICE_FD=<fd> in the environment the client
+// keeps none of it: device addresses lie in an arena where the client maps
+// nothing (a host dereference faults, as on a GPU), cudaMemcpy and cudaMemset are
+// requests on the socket (the PCIe bus), and each kernel launch runs in a
+// forked child that fetches every allocation into the arena, runs the kernel
+// and writes every allocation back. Whatever the host process does to its own
+// memory, the device's contents are only what copies and kernels put there.
+//
+// The arena is at a fixed address, so that the server hands out addresses
+// the client can map and the grader can pass device pointers in a call.
+//
+// Plain C++17 and POSIX only.
+#pragma once
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace mw::emu::remote {
+
+constexpr std::uintptr_t kArenaBase = 0x200000000000ull;  // 32 TiB: above heaps, below the mmap area
+constexpr std::size_t kArenaBytes = std::size_t(1) << 36;  // 64 GiB of device addresses
+constexpr std::size_t kPage = 4096;
+constexpr const char* kFdVariable = "MEMWALL_EMU_DEVICE_FD";
+
+enum Op : std::uint32_t {
+    kAlloc = 1,  // bytes -> addr
+    kFree,       // addr
+    kWrite,      // addr, bytes, then `bytes` bytes of payload
+    kRead,       // addr, bytes -> then `bytes` bytes of payload
+    kSet,        // addr, bytes, value
+    kCopy,       // addr (to), from, bytes
+    kList,       // -> bytes = count, then count Extents
+};
+
+struct Request {
+    std::uint32_t op = 0;
+    std::uint32_t value = 0;
+    std::uint64_t addr = 0;
+    std::uint64_t from = 0;
+    std::uint64_t bytes = 0;
+};
+
+// status: a cudaError_t value (0 = success).
+struct Response {
+    std::int32_t status = 0;
+    std::uint32_t pad = 0;
+    std::uint64_t addr = 0;
+    std::uint64_t bytes = 0;
+};
+
+struct Extent {
+    std::uint64_t addr = 0;
+    std::uint64_t bytes = 0;
+};
+
+// Where an allocation of `bytes` lands in its slot: the slot's pages hold it
+// with its end 0-255 bytes before the next page, which stays unmapped (an
+// access one element past the end faults in the kernel's process).
+constexpr std::size_t used_bytes(std::size_t bytes) { return ((bytes ? bytes : 1) + 255) / 256 * 256; }
+constexpr std::size_t slot_pages_bytes(std::size_t bytes) { return (used_bytes(bytes) + kPage - 1) / kPage * kPage; }
+
+inline bool in_arena(std::uint64_t addr, std::uint64_t bytes) {
+    return addr >= kArenaBase && bytes <= kArenaBytes && addr - kArenaBase <= kArenaBytes - bytes;
+}
+
+inline bool send_all(int fd, const void* data, std::size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k, n -= static_cast<std::size_t>(k);
+    }
+    return true;
+}
+
+inline bool recv_all(int fd, void* data, std::size_t n) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+        const ssize_t k = ::recv(fd, p, n, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k, n -= static_cast<std::size_t>(k);
+    }
+    return true;
+}
+
+}  // namespace mw::emu::remote
