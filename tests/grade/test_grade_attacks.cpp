@@ -26,6 +26,7 @@
 #include <sstream>
 #include <vector>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -191,31 +192,43 @@ TEST(GradeAttack, BackgroundThreadsAreChargedAndStopped) {
 
 // --- 6. smaller ------------------------------------------------------------------------------------
 
-TEST(GradeAttack, AWritePastTheOutputIsCaughtOnLevel01) {
-    const GradeRun r = grade_level("01", control("attack_write_past_end.cpp") + " --seed 5");
-    expect_rejected(r, {"attack_write_past_end.cpp", "wrote past the end of C", 0}, "gemm-cpu");
+// Level 01 controls rejected for one reason each; `extra` picks the backend.
+// The cuda-emu ones: host code reaching device memory. Through the device
+// pointers it faults as on a GPU; and the emulated device memory is the
+// grader's, not the submission's process's, so neither lifting page
+// protections (mprotect, mmap) nor unsetting the emulator's environment
+// before it reads it gives host code the inputs or a way to the outputs the
+// grader reads.
+struct Small {
+    Control control;
+    const char* exercise;
+};
+
+void PrintTo(const Small& a, std::ostream* os) { *os << a.control.file; }
+
+class SmallAttack : public testing::TestWithParam<Small> {};
+
+TEST_P(SmallAttack, IsRejectedForItsReason) {
+    const Small& a = GetParam();
+    const GradeRun r = grade_level("01", control(a.control.file) + " " + a.control.extra + " --seed 5");
+    expect_rejected(r, a.control, a.exercise);
 }
 
-TEST(GradeAttack, BlasIsHidden) {
-    const GradeRun r = grade_level("01", control("attack_dlopen_blas.cpp") + " --seed 5");
-    expect_rejected(r, {"attack_dlopen_blas.cpp", "cannot load BLAS", 0}, "gemm-cpu");
-}
+const std::string kEmu = "--backend cuda-emu";
 
-TEST(GradeAttack, HostOnlyCudaFailsUnderTheEmulator) {
-    const GradeRun r = grade_level("01", control("attack_host_only.cu") + " --backend cuda-emu --seed 5");
-    expect_rejected(r, {"attack_host_only.cu", "SIGSEGV", 0}, "gemm-cuda");
-}
-
-// The emulated device memory is the grader's, not the submission's process's:
-// neither lifting page protections (with the emulator's own DeviceMemoryOpen,
-// mprotect or mmap) nor unsetting the emulator's environment before it reads
-// it gives host code the inputs or a way to the outputs the grader reads.
-TEST(GradeAttack, EmulatedDeviceMemoryCannotBeOpenedFromInside) {
-    const GradeRun lifted = grade_level("01", control("attack_emu_lift_protection.cu") + " --backend cuda-emu --seed 5");
-    expect_rejected(lifted, {"attack_emu_lift_protection.cu", "NaN", 0}, "gemm-cuda");
-    const GradeRun unset = grade_level("01", control("attack_emu_unset_environment.cu") + " --backend cuda-emu --seed 5");
-    expect_rejected(unset, {"attack_emu_unset_environment.cu", "SIGSEGV", 0}, "gemm-cuda");
-}
+INSTANTIATE_TEST_SUITE_P(
+    GradeAttack, SmallAttack,
+    testing::Values(Small{{"attack_write_past_end.cpp", "wrote past the end of C", 0}, "gemm-cpu"},
+                    Small{{"attack_dlopen_blas.cpp", "cannot load BLAS", 0}, "gemm-cpu"},
+                    Small{{"attack_host_only.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_lift_protection.cu", "NaN", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_unset_environment.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"}),
+    [](const testing::TestParamInfo<Small>& i) {
+        std::string n = i.param.control.file.substr(0, i.param.control.file.find('.'));
+        for (char& c : n)
+            if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+        return n;
+    });
 
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
@@ -341,6 +354,8 @@ bool nobody_can_run_memwall() {
     waitpid(p, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
+
+void PrintTo(Grader g, std::ostream* os) { *os << (g == Grader::root ? "root" : "unprivileged"); }
 
 class KilledGrader : public testing::TestWithParam<Grader> {};
 
