@@ -3,12 +3,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
-
-#include "harness/emu/remote_device.hpp"
 
 namespace mw::grade {
 
@@ -19,34 +19,45 @@ namespace {
 // cudaError_t's values (the wire carries CUDA's numbers).
 constexpr std::int32_t kInvalidValue = 1, kMemoryAllocation = 2, kInvalidDevicePointer = 17;
 
+// What span() gives for an empty range inside an allocation (never dereferenced).
+unsigned char empty_range;
+
 }  // namespace
 
 DeviceServer::DeviceServer(std::size_t limit_bytes) : limit_(limit_bytes), next_(r::kArenaBase) {}
 
 DeviceServer::~DeviceServer() {
     stop_serving();
-    if (client_fd_ >= 0) close(client_fd_);
+    close_client();
+    for (auto& [addr, b] : mem_) std::free(b.data);
 }
 
 void DeviceServer::stop_serving() {
-    if (server_fd_ >= 0) shutdown(server_fd_, SHUT_RDWR);  // the thread's recv returns 0
+    if (server_fd_ >= 0) shutdown(server_fd_, SHUT_RDWR);  // the thread's recv or send returns
     if (thread_.joinable()) thread_.join();
     if (server_fd_ >= 0) close(server_fd_);
     server_fd_ = -1;
 }
 
+void DeviceServer::close_client() {
+    if (client_fd_ >= 0) close(client_fd_);
+    client_fd_ = -1;
+}
+
 int DeviceServer::reconnect() {
     stop_serving();
-    if (client_fd_ >= 0) close(client_fd_);
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    close_client();
     {
         std::lock_guard lk(m_);
+        for (auto& [addr, b] : mem_) std::free(b.data);
         mem_.clear();
+        free_slots_.clear();
         used_ = 0;
         next_ = r::kArenaBase;
     }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
     server_fd_ = sv[0], client_fd_ = sv[1];
     thread_ = std::thread([this, fd = sv[0]] { serve(fd); });
     return client_fd_;
@@ -54,23 +65,38 @@ int DeviceServer::reconnect() {
 
 std::uint64_t DeviceServer::alloc(std::size_t bytes) {
     std::lock_guard lk(m_);
-    const std::size_t used = r::used_bytes(bytes), pages = r::slot_pages_bytes(bytes);
-    if (bytes > limit_ || used_ + bytes > limit_ || mem_.size() >= kMaxAllocations ||
-        next_ + pages + r::kPage > r::kArenaBase + r::kArenaBytes)
+    const std::size_t used = r::used_bytes(bytes), slot_bytes = r::slot_pages_bytes(bytes) + r::kPage;
+    if (bytes > limit_ || used_ + bytes > limit_ || mem_.size() >= kMaxAllocations) return 0;
+    std::uint64_t slot = 0;
+    if (auto it = free_slots_.find(slot_bytes); it != free_slots_.end()) {
+        slot = it->second;  // a freed slot of this size: honest code that allocates per call never runs out
+        free_slots_.erase(it);
+    } else {
+        if (next_ + slot_bytes > r::kArenaBase + r::kArenaBytes) return 0;
+        slot = next_;
+        next_ += slot_bytes;  // the slot's last page no allocation uses
+    }
+    Block b{static_cast<unsigned char*>(std::calloc(std::max<std::size_t>(bytes, 1), 1)), bytes, slot, slot_bytes};
+    if (!b.data) {
+        free_slots_.emplace(slot_bytes, slot);
         return 0;
-    const std::uint64_t addr = next_ + (pages - used);
-    next_ += pages + r::kPage;  // and a page no allocation uses
-    mem_[addr].assign(bytes, 0);
+    }
+    const std::uint64_t addr = slot + (slot_bytes - r::kPage - used);
+    mem_[addr] = b;
     used_ += bytes;
     return addr;
 }
 
+void DeviceServer::drop(std::map<std::uint64_t, Block>::iterator it) {
+    used_ -= it->second.bytes;
+    std::free(it->second.data);
+    free_slots_.emplace(it->second.slot_bytes, it->second.slot);
+    mem_.erase(it);
+}
+
 void DeviceServer::free(std::uint64_t addr) {
     std::lock_guard lk(m_);
-    auto it = mem_.find(addr);
-    if (it == mem_.end()) return;
-    used_ -= it->second.size();
-    mem_.erase(it);
+    if (auto it = mem_.find(addr); it != mem_.end()) drop(it);
 }
 
 unsigned char* DeviceServer::span(std::uint64_t addr, std::size_t bytes) {
@@ -78,34 +104,59 @@ unsigned char* DeviceServer::span(std::uint64_t addr, std::size_t bytes) {
     if (it == mem_.begin()) return nullptr;
     --it;
     const std::uint64_t off = addr - it->first;
-    if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
-    return it->second.data() + off;
+    if (off > it->second.bytes || bytes > it->second.bytes - off) return nullptr;
+    return bytes == 0 ? &empty_range : it->second.data + off;
 }
 
 bool DeviceServer::write(std::uint64_t addr, const void* data, std::size_t bytes) {
     std::lock_guard lk(m_);
     unsigned char* p = span(addr, bytes);
-    if (p) std::memcpy(p, data, bytes);
+    if (p && bytes) std::memcpy(p, data, bytes);
     return p != nullptr;
 }
 
 bool DeviceServer::read(std::uint64_t addr, void* out, std::size_t bytes) const {
     std::lock_guard lk(m_);
     const unsigned char* p = const_cast<DeviceServer*>(this)->span(addr, bytes);
-    if (p) std::memcpy(out, p, bytes);
+    if (p && bytes) std::memcpy(out, p, bytes);
     return p != nullptr;
 }
 
 bool DeviceServer::fill(std::uint64_t addr, unsigned char value, std::size_t bytes) {
     std::lock_guard lk(m_);
     unsigned char* p = span(addr, bytes);
-    if (p) std::memset(p, value, bytes);
+    if (p && bytes) std::memset(p, value, bytes);
     return p != nullptr;
 }
 
+// A broken or hostile client ends its connection, never the grader: the
+// worker then sees a dead wire (a launch failure), the grader a failed call.
 void DeviceServer::serve(int fd) {
-    while (handle(fd)) {
+    try {
+        while (handle(fd)) {
+        }
+    } catch (...) {
     }
+    shutdown(fd, SHUT_RDWR);
+}
+
+// A write's payload, a chunk at a time, each chunk into the allocation as it
+// is then (the grader holds no more than a chunk of it besides); a write that
+// is not inside one allocation is read and dropped, and answered with an
+// error, as CUDA answers a bad copy. False when the wire breaks.
+bool DeviceServer::receive_write(int fd, const r::Request& q, std::int32_t& status) {
+    std::vector<unsigned char> chunk(std::min<std::size_t>(q.bytes, kChunk));
+    for (std::size_t done = 0; done < q.bytes;) {
+        const std::size_t n = std::min<std::size_t>(q.bytes - done, kChunk);
+        if (!r::recv_all(fd, chunk.data(), n)) return false;
+        std::lock_guard lk(m_);
+        if (unsigned char* p = status == 0 ? span(q.addr + done, n) : nullptr) std::memcpy(p, chunk.data(), n);
+        else status = kInvalidValue;
+        done += n;
+    }
+    std::lock_guard lk(m_);
+    if (!span(q.addr, q.bytes)) status = kInvalidValue;
+    return true;
 }
 
 // One request of the submission's process; false when the wire is closed or
@@ -115,69 +166,76 @@ bool DeviceServer::handle(int fd) {
     r::Request q;
     if (!r::recv_all(fd, &q, sizeof q)) return false;
     r::Response resp;
-    std::vector<unsigned char> payload;
-    const bool sized = q.bytes <= limit_;
+    if (q.bytes > limit_ && (q.op == r::kWrite || q.op == r::kRead)) return false;  // no allocation is that large
     if (q.op == r::kWrite) {
-        // Only a write into one allocation is read off the wire (so what the
-        // grader holds for it is bounded by the allocation); any other closes
-        // the wire, as a payload that cannot be skipped leaves it broken.
+        if (!receive_write(fd, q, resp.status)) return false;
+        return r::send_all(fd, &resp, sizeof resp);
+    }
+    if (q.op == r::kRead) {
+        // Answered a chunk at a time, each copied out under the lock; an
+        // allocation freed meanwhile can only be the reader's own doing.
         {
             std::lock_guard lk(m_);
-            if (!sized || !span(q.addr, q.bytes)) return false;
+            if (!span(q.addr, q.bytes)) resp.status = kInvalidValue;
         }
-        payload.resize(q.bytes);
-        if (!r::recv_all(fd, payload.data(), payload.size())) return false;
-    }
-    {
-        std::unique_lock lk(m_);
-        switch (q.op) {
-            case r::kAlloc:
-                lk.unlock();
-                resp.addr = sized ? alloc(q.bytes) : 0;
-                resp.status = resp.addr ? 0 : kMemoryAllocation;
-                break;
-            case r::kFree:
-                if (mem_.count(q.addr)) {
-                    lk.unlock();
-                    free(q.addr);
-                } else {
-                    resp.status = kInvalidDevicePointer;
-                }
-                break;
-            case r::kWrite:
-                if (unsigned char* p = span(q.addr, q.bytes)) std::memcpy(p, payload.data(), q.bytes);
-                else resp.status = kInvalidValue;
-                break;
-            case r::kRead:
-                if (const unsigned char* p = sized ? span(q.addr, q.bytes) : nullptr) payload.assign(p, p + q.bytes);
-                else resp.status = kInvalidValue;
-                break;
-            case r::kSet:
-                if (unsigned char* p = span(q.addr, q.bytes)) std::memset(p, static_cast<int>(q.value & 0xFF), q.bytes);
-                else resp.status = kInvalidValue;
-                break;
-            case r::kCopy: {
-                unsigned char* to = span(q.addr, q.bytes);
-                const unsigned char* from = span(q.from, q.bytes);
-                if (to && from) std::memmove(to, from, q.bytes);
-                else resp.status = kInvalidValue;
-                break;
+        if (!r::send_all(fd, &resp, sizeof resp) || resp.status != 0) return resp.status != 0;
+        std::vector<unsigned char> chunk(std::min<std::size_t>(q.bytes, kChunk));
+        for (std::size_t done = 0; done < q.bytes;) {
+            const std::size_t n = std::min<std::size_t>(q.bytes - done, kChunk);
+            {
+                std::lock_guard lk(m_);
+                const unsigned char* p = span(q.addr + done, n);
+                if (p) std::memcpy(chunk.data(), p, n);
+                else std::memset(chunk.data(), 0, n);
             }
-            case r::kList:
-                for (auto& [addr, bytes] : mem_) {
-                    const r::Extent e{addr, bytes.size()};
-                    const auto* b = reinterpret_cast<const unsigned char*>(&e);
-                    payload.insert(payload.end(), b, b + sizeof e);
-                }
-                resp.bytes = mem_.size();
-                break;
-            default:
-                resp.status = kInvalidValue;
+            if (!r::send_all(fd, chunk.data(), n)) return false;
+            done += n;
         }
+        return true;
+    }
+    std::vector<r::Extent> list;
+    switch (q.op) {
+        case r::kAlloc:
+            resp.addr = q.bytes <= limit_ ? alloc(q.bytes) : 0;
+            resp.status = resp.addr ? 0 : kMemoryAllocation;
+            break;
+        case r::kFree: {
+            std::lock_guard lk(m_);
+            if (auto it = mem_.find(q.addr); it != mem_.end()) drop(it);
+            else resp.status = kInvalidDevicePointer;
+            break;
+        }
+        case r::kSet: {
+            std::lock_guard lk(m_);
+            if (unsigned char* p = span(q.addr, q.bytes)) {
+                if (q.bytes) std::memset(p, static_cast<int>(q.value & 0xFF), q.bytes);
+            } else {
+                resp.status = kInvalidValue;
+            }
+            break;
+        }
+        case r::kCopy: {
+            std::lock_guard lk(m_);
+            unsigned char* to = span(q.addr, q.bytes);
+            const unsigned char* from = span(q.from, q.bytes);
+            if (to && from) {
+                if (q.bytes) std::memmove(to, from, q.bytes);
+            } else {
+                resp.status = kInvalidValue;
+            }
+            break;
+        }
+        case r::kList: {
+            std::lock_guard lk(m_);
+            for (auto& [addr, b] : mem_) list.push_back({addr, b.bytes});
+            resp.bytes = list.size();
+            break;
+        }
+        default:
+            resp.status = kInvalidValue;
     }
     if (!r::send_all(fd, &resp, sizeof resp)) return false;
-    const bool reply_payload = resp.status == 0 && (q.op == r::kRead || q.op == r::kList);
-    return !reply_payload || r::send_all(fd, payload.data(), payload.size());
+    return q.op != r::kList || r::send_all(fd, list.data(), list.size() * sizeof(r::Extent));
 }
 
 }  // namespace mw::grade

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "harness/emu/remote_device.hpp"
+
 namespace mw::grade {
 
 class DeviceServer {
@@ -25,6 +27,8 @@ public:
     // A fresh device for a (re)started worker: every allocation dropped, a
     // new socket whose client end the worker inherits; the old one is closed.
     int reconnect();
+    // The grader's copy of the client end, closed once the worker has its own.
+    void close_client();
 
     // The grader's own access, between calls. alloc: 0 when over the limit;
     // the others: false unless [addr, addr + bytes) lies in one allocation
@@ -36,15 +40,27 @@ public:
     bool fill(std::uint64_t addr, unsigned char value, std::size_t bytes);
 
 private:
+    // One allocation: zeroed pages (calloc: untouched until written), and
+    // the slot of the arena it sits in, reused by the next of the same size.
+    struct Block {
+        unsigned char* data = nullptr;
+        std::size_t bytes = 0;
+        std::uint64_t slot = 0;
+        std::size_t slot_bytes = 0;
+    };
     void serve(int fd);
     bool handle(int fd);
+    bool receive_write(int fd, const emu::remote::Request& q, std::int32_t& status);
     unsigned char* span(std::uint64_t addr, std::size_t bytes);  // nullptr unless inside one allocation
+    void drop(std::map<std::uint64_t, Block>::iterator it);
     void stop_serving();
 
     static constexpr std::size_t kMaxAllocations = 1 << 16;
+    static constexpr std::size_t kChunk = 1 << 20;  // payloads move through the grader in pieces of this
     std::size_t limit_, used_ = 0;
     std::uint64_t next_;
-    std::map<std::uint64_t, std::vector<unsigned char>> mem_;
+    std::map<std::uint64_t, Block> mem_;                // by address
+    std::multimap<std::size_t, std::uint64_t> free_slots_;  // slot bytes -> slot address
     mutable std::mutex m_;
     int server_fd_ = -1, client_fd_ = -1;
     std::thread thread_;

@@ -226,6 +226,11 @@ bool built_with_asan() {
 #endif
 }
 
+// The emulator's block workers under grading: all the cores, but few enough
+// that a launch's process and its threads stay well inside the worker's task
+// cap (max_tasks, 64) on a many-core machine.
+constexpr int kEmulatorThreads = 16;
+
 std::vector<std::string> child_env(int threads) {
     return {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
             "OMP_NUM_THREADS=" + std::to_string(threads), "MEMWALL_EMU_WORKERS=" + std::to_string(threads)};
@@ -475,8 +480,8 @@ std::string collect(Session& s, CallData& c, const SharedHeader& h) {
     std::vector<unsigned char> from_device;
     const auto left_in = [&](std::size_t i) -> const unsigned char* {
         if (!s.device) return base + h.offset[i];
-        from_device.resize(all[i]->size_bytes());
-        return s.device->read(h.device[i], from_device.data(), from_device.size()) ? from_device.data() : nullptr;
+        from_device.resize(all[i]->size_bytes() + 1);  // + 1: never a null data() for an empty buffer
+        return s.device->read(h.device[i], from_device.data(), all[i]->size_bytes()) ? from_device.data() : nullptr;
     };
     const auto freed = [&](std::size_t i) {
         return "the submission freed " + all[i]->name + ", device memory the grader gave it (cudaFree)";
@@ -546,6 +551,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
             std::fill(std::begin(s.device_at), std::end(s.device_at), 0);
         }
         s.worker = start_worker(*s.sandbox, s.spec, s.shm, device_fd);
+        if (s.device) s.device->close_client();  // the worker holds the only client end
         ++s.starts;
     }
     SharedHeader staged;
@@ -563,6 +569,13 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
         return o;
     }
+    // First: a process killed for memory (a kernel's, under cuda-emu) can
+    // also make the call fail with another message.
+    if (s.worker.cgroup && s.worker.cgroup->oom_kills() > oom_before) {
+        o.message = "the submission went over its memory limit (" + std::to_string(s.spec.limits.memory_mb) +
+                    " MiB over all of its processes): a process of it was killed during the call";
+        return o;
+    }
     if (r.reply.status != 0) {
         // The worker filled the message: read no further than its array.
         const std::string said = bounded(r.reply.message, sizeof r.reply.message);
@@ -575,11 +588,6 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         return o;
     }
     o.device_s = r.reply.device_seconds;
-    if (s.worker.cgroup && s.worker.cgroup->oom_kills() > oom_before) {
-        o.message = "the submission went over its memory limit (" + std::to_string(s.spec.limits.memory_mb) +
-                    " MiB over all of its processes): a process of it was killed during the call";
-        return o;
-    }
     if (cmd == kRun) o.message = collect(s, *c, staged);
     o.ok = o.message.empty();
     return o;
@@ -1002,7 +1010,7 @@ json report_head(const GradeOptions& o, const Exercise& x, Backend b, const Seed
                 {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
                 {"seed", {{"kind", seed.kind}}}, {"threads", threads},
                 {"max_score", x.correctness_points + (emulated ? 0 : x.speed_points)},
-                {"cpus", cpu_list(emulated ? hw : threads)},
+                {"cpus", cpu_list(emulated ? std::min(hw, kEmulatorThreads) : threads)},
                 {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
     if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
     return doc;
@@ -1048,7 +1056,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.sandbox = &sb;
         s.spec.argv = {build.exe.string()};
         s.spec.ro_binds = {build.exe.string()};
-        const int worker_threads = emulated ? hw : threads;
+        const int worker_threads = emulated ? std::min(hw, kEmulatorThreads) : threads;
         s.spec.env = child_env(worker_threads);
         if (emulated) {
             // The emulated device memory in this process, reached over kDeviceFd.

@@ -33,6 +33,10 @@ int device_fd() {
 }
 
 std::mutex wire_m;  // one request at a time on the socket
+// Once a message is cut short (a bad host pointer, a kernel's process killed
+// mid-copy), what is left on the wire would be read as the next answer: from
+// then on every call fails, as a GPU context does after an illegal address.
+bool wire_broken = false;
 
 // One request and its response; payload out after the request, payload in
 // after the response. A broken wire is an unspecified launch failure.
@@ -40,10 +44,11 @@ cudaError_t exchange(const r::Request& q, const void* out, void* in, r::Response
     std::lock_guard lk(wire_m);
     const int fd = device_fd();
     r::Response got;
+    if (wire_broken) return cudaErrorLaunchFailure;
     if (!r::send_all(fd, &q, sizeof q) || (out && !r::send_all(fd, out, q.bytes)) ||
         !r::recv_all(fd, &got, sizeof got))
-        return cudaErrorLaunchFailure;
-    if (got.status == 0 && in && !r::recv_all(fd, in, q.bytes)) return cudaErrorLaunchFailure;
+        return wire_broken = true, cudaErrorLaunchFailure;
+    if (got.status == 0 && in && !r::recv_all(fd, in, q.bytes)) return wire_broken = true, cudaErrorLaunchFailure;
     if (resp) *resp = got;
     return static_cast<cudaError_t>(got.status);
 }
@@ -54,7 +59,7 @@ std::vector<r::Extent> list_allocations() {
     r::Request q;
     q.op = r::kList;
     r::Response got;
-    if (!r::send_all(fd, &q, sizeof q) || !r::recv_all(fd, &got, sizeof got) || got.status != 0 ||
+    if (wire_broken || !r::send_all(fd, &q, sizeof q) || !r::recv_all(fd, &got, sizeof got) || got.status != 0 ||
         got.bytes > (std::size_t(1) << 20))
         throw LaunchError("cuda-emu: the device memory's process did not list its allocations");
     std::vector<r::Extent> all(got.bytes);
@@ -69,6 +74,7 @@ bool in_arena(const void* p, std::size_t bytes) { return r::in_arena(reinterpret
 // slot's pages; the page after stays unmapped) and filled from the server.
 void fetch_all(const std::vector<r::Extent>& all) {
     for (auto& e : all) {
+        if (e.bytes == 0) continue;  // nothing to map: an access faults, as past the end of any allocation
         if (!r::in_arena(e.addr, e.bytes)) throw LaunchError("cuda-emu: an allocation outside the device arena");
         const std::uintptr_t page = e.addr / r::kPage * r::kPage;
         const std::size_t len = (e.addr + (e.bytes ? e.bytes : 1) + r::kPage - 1) / r::kPage * r::kPage - page;
@@ -85,6 +91,7 @@ void fetch_all(const std::vector<r::Extent>& all) {
 
 void store_all(const std::vector<r::Extent>& all) {
     for (auto& e : all) {
+        if (e.bytes == 0) continue;
         r::Request q;
         q.op = r::kWrite, q.addr = e.addr, q.bytes = e.bytes;
         if (exchange(q, reinterpret_cast<const void*>(e.addr), nullptr) != cudaSuccess)
@@ -169,9 +176,16 @@ void remote_launch(const std::function<void()>& run) {
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFSIGNALED(status))
-        throw LaunchError(std::string("cuda-emu: the kernel's process died of ") + strsignal(WTERMSIG(status)) +
-                          " (an access outside device memory, as a GPU's illegal address)");
+    if (WIFSIGNALED(status)) {
+        // The child may have died mid-message: the wire cannot be trusted again.
+        std::lock_guard lk(wire_m);
+        wire_broken = true;
+        const int sig = WTERMSIG(status);
+        throw LaunchError(std::string("cuda-emu: the kernel's process died of ") + strsignal(sig) +
+                          (sig == SIGSEGV || sig == SIGBUS
+                               ? " (an access outside device memory, as a GPU's illegal address)"
+                               : sig == SIGKILL ? " (killed: a memory or process limit?)" : ""));
+    }
     if (!message.empty()) throw LaunchError(message);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw LaunchError("cuda-emu: the kernel's process failed");
 }

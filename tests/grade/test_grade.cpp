@@ -102,6 +102,14 @@ TEST(GradeCudaEmu, ReferenceSolutionIsCorrectSpeedNotGraded) {
     EXPECT_NE(r.doc["notes"].dump().find("not graded under cuda-emu"), std::string::npos);
 }
 
+// Zero-byte and per-call scratch allocations, device-to-device copies, sets
+// and several launches all work against the grader's emulated device memory.
+TEST(GradeCudaEmu, HonestRuntimeTrafficKeepsFullMarks) {
+    const GradeRun r = grade(control("honest_cuda_device_traffic.cu") + " --backend cuda-emu --seed 3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+}
+
 TEST(GradeCudaEmu, MissingBoundsGuardFails) {
     const GradeRun r = grade(control("cuda_no_bounds_guard.cu") + " --backend cuda-emu --seed 3");
     ASSERT_EQ(r.status, 0) << r.output;
