@@ -13,23 +13,6 @@
 
 namespace mw {
 
-void check_output_path(const std::string& path, const char* what) {
-    if (path.empty()) return;
-    const std::filesystem::path p(path);
-    if (std::filesystem::is_directory(p))
-        throw UsageError(std::string(what) + " '" + path + "' is a directory; give a file name");
-    if (p.extension() != ".json") throw UsageError(std::string(what) + " '" + path + "' must end in .json");
-}
-
-int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
-void check_threads(const char* flag, int threads) {
-    const int hw = hardware_threads();
-    if (threads < 1 || threads > 4 * hw)
-        throw UsageError(std::string(flag) + " " + std::to_string(threads) + " is out of range; valid: 1.." +
-                         std::to_string(4 * hw) + " (this machine has " + std::to_string(hw) + ")");
-}
-
 int cli_main(int argc, char** argv) {
     CLI::App app{"memwall: naive vs optimized transformer kernels, checked, timed and placed on a measured roofline"};
     set_invocation(argc, argv);

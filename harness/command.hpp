@@ -47,6 +47,20 @@ void register_command(std::string name, int order, CommandSetup setup);
 // Every registered command, in help order.
 std::vector<Command> commands();
 
+// Checks of option values every command shares; each throws UsageError
+// naming the flag, the bad value and what is valid, before any work starts.
+int hardware_threads();  // this machine's (at least 1)
+// A --threads value: 1 .. 4x this machine's hardware threads.
+void check_threads(const char* flag, int threads);
+// A number that must be finite and within [lo, hi].
+void check_range(const char* flag, double value, double lo, double hi);
+void check_range(const char* flag, long long value, long long lo, long long hi);
+// Output paths must be writable before any work starts, so a bad path fails
+// fast and no time is wasted: not a folder, and ending in `extension`.
+void check_output_path(const std::string& path, const char* what, const char* extension = ".json");
+// An input file that must exist (and be a file).
+void check_input_file(const std::string& path, const char* what);
+
 // The command line as typed, kept by the CLI for the commands that record it
 // in their results (paths in the source tree made relative, as command_for_record).
 void set_invocation(int argc, char** argv);

@@ -1,5 +1,7 @@
 #include "harness/runner.hpp"
 
+#include <unistd.h>
+
 #include <omp.h>
 
 #include <algorithm>
@@ -12,8 +14,10 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <limits>
 #include <thread>
 
+#include "harness/command.hpp"
 #include "harness/check.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
@@ -31,8 +35,6 @@ std::vector<std::string> op_names() {
     std::sort(v.begin(), v.end());
     return v;
 }
-
-int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace
 
@@ -61,8 +63,8 @@ Shape parse_shape(const std::string& text, const Shape& base, const std::vector<
         const bool is_flag = std::find(flag_axes.begin(), flag_axes.end(), axis) != flag_axes.end();
         if (v < 0 || (v == 0 && !is_flag))
             throw UsageError("shape axis '" + axis + "' must be " + (is_flag ? "0 or more" : "positive") + ", got " + value);
-        if (v > (1ll << 31))
-            throw UsageError("shape axis '" + axis + "' = " + value + " is too large (at most 2^31)");
+        if (v > std::numeric_limits<std::int32_t>::max())
+            throw UsageError("shape axis '" + axis + "' = " + value + " is too large (at most 2^31 - 1 = 2147483647)");
         s.axes[axis] = v;
         any = true;
     }
@@ -858,8 +860,25 @@ void run_plan(RunState& st, const RunPlan& plan) {
 
 }  // namespace
 
+// Every plan's shape must fit this machine before any of them runs: its
+// compulsory bytes (what a call must at least read and write, so at least
+// what its buffers hold) within the physical memory. Checked in doubles, so
+// a product of 2^31 axes neither overflows nor ends in std::bad_alloc later.
+void check_plans_fit_memory(const std::vector<RunPlan>& plans) {
+    const double total = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+    if (total <= 0) return;
+    for (auto& plan : plans) {
+        const double need = plan.op->compulsory_bytes(plan.shape, plan.dtype);
+        if (!(need <= total))
+            throw UsageError(plan.op->name + " at " + plan.shape.str() + " needs at least " + fmt("%.3g", need / 1e9) +
+                             " GB for its inputs and outputs, more than this machine's " + fmt("%.3g", total / 1e9) +
+                             " GB of memory: choose a smaller shape");
+    }
+}
+
 nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& req, const Ceilings& ceilings,
                          std::ostream& progress, RunProgress* job) {
+    check_plans_fit_memory(plans);
     const int threads = req.threads > 0 ? req.threads : hardware_threads();
     json head = results_head(req, ceilings, threads);
     RunProgress local;

@@ -2,6 +2,7 @@
 #include "model/checkpoint.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <cstdio>
 
@@ -85,6 +86,10 @@ ModelFile load_model(const std::filesystem::path& path) {
     const auto t = layout(m.config);
     for (const auto& info : t) {
         const auto v = st::expect_f32(f, info.name, info.shape);
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (!std::isfinite(v[i]))
+                throw st::FormatError(f.source + ": tensor '" + info.name + "' holds " + std::to_string(v[i]) +
+                                      " at element " + std::to_string(i) + ": a model's weights must be finite");
         std::copy(v.begin(), v.end(), m.params.begin() + std::ptrdiff_t(info.offset));
     }
     std::size_t known = t.size();

@@ -40,7 +40,7 @@ namespace mw {
 namespace {
 
 struct GenerateOptions {
-    std::string model = "results/model/default.safetensors";
+    std::string model;  // default: the committed model, found from the source tree (as `run` finds it)
     std::string prompt;
     int tokens = 128;
     double temperature = 0;
@@ -62,22 +62,43 @@ precision::QuantSpec parse_weights(const std::string& w) {
     throw UsageError("--weights " + w + ": unknown format (choices: f32, bf16, f16, int8, int4)");
 }
 
+// A token from logits z, which must be finite: a NaN would pick token 0 (a
+// NUL byte) and print it as if decoded.
+int next_token(const float* z, int vocab, const GenerateOptions& o, int i) {
+    for (int v = 0; v < vocab; ++v)
+        if (!std::isfinite(z[v]))
+            throw std::runtime_error("the model's logits are not finite at generated token " + std::to_string(i) +
+                                     " (logit " + std::to_string(v) + " is " + std::to_string(z[v]) + ")");
+    return model::sample_token(z, vocab, o.temperature, o.top_k, o.seed, i);
+}
+
 std::string printable(const std::vector<int>& t) {
     std::string s;
     for (int b : t) s += char(b);
     return s;
 }
 
-int run_generate(const GenerateOptions& o) {
-    if (o.threads > 0) omp_set_num_threads(o.threads);
+// Every option checked before the model is read (the context after).
+void check_options(const GenerateOptions& o) {
+    if (o.threads != 0) check_threads("--threads", o.threads);
     if (o.prompt.empty()) throw UsageError("--prompt must hold at least one byte");
-    if (o.tokens <= 0) throw UsageError("--tokens " + std::to_string(o.tokens) + ": must be positive");
-    if (o.temperature < 0) throw UsageError("--temperature must be >= 0");
+    check_range("--tokens", (long long)o.tokens, 1, 1 << 20);
+    check_range("--temperature", o.temperature, 0.0, 100.0);
+    check_range("--top-k", (long long)o.top_k, 0, 256);
     if (o.check && o.temperature > 0) throw UsageError("--check compares greedy decoding: use --temperature 0");
+    parse_weights(o.weights);
+    check_output_path(o.out, "--out");
+    check_input_file(o.model, "--model");
+}
+
+int run_generate(GenerateOptions o) {
+    if (o.model.empty()) o.model = (source_root() / "results/model/default.safetensors").string();
+    check_options(o);
+    if (o.threads > 0) omp_set_num_threads(o.threads);
     const model::ModelFile m = model::load_model(o.model);
     const auto& c = m.config;
     const auto prompt = model::to_tokens(o.prompt);
-    if (int(prompt.size()) + o.tokens > c.max_seq)
+    if (std::int64_t(prompt.size()) + o.tokens > c.max_seq)
         throw UsageError("prompt (" + std::to_string(prompt.size()) + " bytes) + --tokens " + std::to_string(o.tokens) +
                          " exceed the model's context of " + std::to_string(c.max_seq) + " tokens");
     model::cpu::Decoder dec(c, m.params.data(), parse_weights(o.weights));
@@ -90,12 +111,12 @@ int run_generate(const GenerateOptions& o) {
     const auto t0 = clock::now();
     const float* z = nullptr;
     for (int t : prompt) z = dec.step(t);
-    out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, 0));
+    out.push_back(next_token(z, c.vocab, o, 0));
     const auto t_first = clock::now();
     auto last = t_first;
     for (int i = 1; i < o.tokens; ++i) {
         z = dec.step(out.back());
-        out.push_back(model::sample_token(z, c.vocab, o.temperature, o.top_k, o.seed, i));
+        out.push_back(next_token(z, c.vocab, o, i));
         const auto now = clock::now();
         itl.push_back(std::chrono::duration<double>(now - last).count());
         last = now;
@@ -127,12 +148,20 @@ int run_generate(const GenerateOptions& o) {
         CheckSpec spec;
         spec.logit_scale = 20.0;
         const double tie = near_tie_threshold(spec, DType::f32, double(c.d_ff) * c.layers);
-        const CheckResult r = check_token_sequence(got, token_oracle(std::vector<double>(ref.begin(), ref.end()), margins), tie);
+        CheckResult r = check_token_sequence(got, token_oracle(std::vector<double>(ref.begin(), ref.end()), margins), tie);
         std::size_t same = 0;
         while (same < out.size() && out[same] == ref[same]) ++same;
-        const double min_margin = *std::min_element(margins.begin(), margins.end());
+        // A non-finite margin is a failure, whatever the tokens: a check a NaN passes checks nothing.
+        double min_margin = INFINITY;
+        bool finite = true;
+        for (double g : margins) finite = finite && std::isfinite(g), min_margin = std::min(min_margin, g);
+        if (!finite) {
+            r.ok = false;
+            r.message = "the fp64 oracle's logits are not finite (a NaN or Inf in the model?)";
+            min_margin = NAN;
+        }
         doc["check"] = {{"ok", r.ok}, {"near_ties", r.near_ties}, {"identical_prefix", same},
-                        {"tie_threshold", tie}, {"smallest_margin", min_margin},
+                        {"tie_threshold", tie}, {"smallest_margin", finite ? nlohmann::json(min_margin) : nlohmann::json()},
                         {"message", r.ok ? r.note : r.message}};
         std::printf("check against the fp64 oracle: %s — %zu of %d tokens identical, %zu near-tie%s "
                     "(margin threshold %.2g; smallest oracle margin %.3g)%s%s\n",
@@ -150,7 +179,7 @@ int run_generate(const GenerateOptions& o) {
 MW_REGISTER_COMMAND(generate, [](CLI::App& app) -> mw::CommandAction {
     auto* sub = app.add_subcommand("generate", "Continue a prompt with a trained model (fp32 decoder, KV cache) and time it");
     auto o = std::make_shared<mw::GenerateOptions>();
-    sub->add_option("--model", o->model, "weights file from `memwall train`")->capture_default_str();
+    sub->add_option("--model", o->model, "weights file from `memwall train` (default: the committed results/model/default.safetensors)");
     sub->add_option("--prompt", o->prompt, "text to continue")->required();
     sub->add_option("--tokens", o->tokens, "tokens (bytes) to generate")->capture_default_str();
     sub->add_option("--temperature", o->temperature, "0: greedy; else sample from softmax(z / T)")->capture_default_str();

@@ -44,7 +44,8 @@ struct TrainCliOptions {
     model::TrainOptions train;
     std::uint64_t init_seed = 1;
     std::string corpus = model::kDefaultCorpusDir;
-    std::string out = "results/model/default.safetensors";
+    std::string out;          // default: <results folder>/model-<name>.safetensors, never the committed model
+    bool force = false;       // --out may replace an existing file
     std::string state;        // resumable checkpoint to write at the end (with optimizer state)
     std::string resume;       // resumable checkpoint to start from
     std::string results_dir;  // default: results/local-<host>
@@ -60,14 +61,32 @@ std::string hms(double s) {
     return fmt("%dm%02ds", t / 60, t % 60);
 }
 
+// Every option checked before the corpus is read or anything is written.
 void check_options(const TrainCliOptions& o) {
-    model::require_valid(o.config);
+    if (o.threads != 0) check_threads("--threads", o.threads);
+    try {
+        model::require_valid(o.config);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
     const auto& t = o.train;
-    if (t.batch <= 0) throw UsageError("--batch " + std::to_string(t.batch) + ": must be positive");
-    if (t.seq <= 0 || t.seq > o.config.max_seq)
-        throw UsageError("--seq " + std::to_string(t.seq) + ": must be in 1..max_seq = " + std::to_string(o.config.max_seq));
-    if (t.steps <= 0) throw UsageError("--steps " + std::to_string(t.steps) + ": must be positive");
-    if (!o.out.ends_with(".safetensors")) throw UsageError("--out " + o.out + ": expected a .safetensors file name");
+    check_range("--batch", (long long)t.batch, 1, 4096);
+    check_range("--seq", (long long)t.seq, 1, o.config.max_seq);
+    check_range("--steps", (long long)t.steps, 1, 100'000'000);
+    check_range("--warmup", (long long)t.warmup, 0, 100'000'000);
+    check_range("--lr", double(t.lr), 1e-8, 10.0);
+    check_range("--min-lr", double(t.min_lr), 0.0, double(t.lr));
+    check_range("--eval-every", (long long)t.eval_every, 0, 100'000'000);
+    check_range("--stop-after", (long long)o.stop_after, 0, t.steps);
+    check_output_path(o.out, "--out", ".safetensors");
+    check_output_path(o.state, "--state", ".safetensors");
+    if (!o.resume.empty()) check_input_file(o.resume, "--resume");
+    if (!o.ceilings.empty()) check_input_file(o.ceilings, "--ceilings");
+    for (const std::string* p : {&o.out, &o.state}) {
+        std::error_code ec;
+        if (!p->empty() && std::filesystem::exists(*p, ec) && !o.force)
+            throw UsageError("'" + *p + "' exists: pass --force to replace it (or write elsewhere)");
+    }
 }
 
 model::Corpus read_corpus(const std::string& dir) {
@@ -215,9 +234,17 @@ void plot_loss(const TrainCliOptions& o, const std::string& dir, const nlohmann:
                    "step", "cross-entropy (nats per byte)", series);
 }
 
-int run_train(const TrainCliOptions& o) {
-    if (o.threads > 0) omp_set_num_threads(o.threads);
+// The results folder, and --out there unless given.
+std::string results_folder(const TrainCliOptions& o) {
+    if (!o.results_dir.empty()) return o.results_dir;
+    const std::string host = machine_info().value("hostname", "host");
+    return "results/local-" + host.substr(0, host.find('.'));
+}
+
+int run_train(TrainCliOptions o) {
+    if (o.out.empty()) o.out = (std::filesystem::path(results_folder(o)) / ("model-" + o.name + ".safetensors")).string();
     check_options(o);
+    if (o.threads > 0) omp_set_num_threads(o.threads);
     const auto& t = o.train;
     const model::Corpus corpus = read_corpus(o.corpus);
     const auto train_tokens = model::to_tokens(corpus.train), val_tokens = model::to_tokens(corpus.validation);
@@ -230,8 +257,7 @@ int run_train(const TrainCliOptions& o) {
     save_weights(o, state, corpus);
 
     const nlohmann::json machine = machine_info();
-    const std::string host = machine.value("hostname", "host");
-    const std::string dir = o.results_dir.empty() ? "results/local-" + host.substr(0, host.find('.')) : o.results_dir;
+    const std::string dir = results_folder(o);
     const std::filesystem::path out_json = std::filesystem::path(dir) / ("train-" + o.name + ".json");
     write_json_atomic(out_json,
                       train_record(o, machine, ceil, state, corpus, train_tokens.size(), val_tokens.size(), log, cost));
@@ -268,7 +294,8 @@ MW_REGISTER_COMMAND(train, [](CLI::App& app) -> mw::CommandAction {
     sub->add_option("--seed", t.seed, "batch sampling seed")->capture_default_str();
     sub->add_option("--init-seed", o->init_seed, "initialization seed")->capture_default_str();
     sub->add_option("--corpus", o->corpus, "folder of fortune files")->capture_default_str();
-    sub->add_option("--out", o->out, "weights file to write (.safetensors)")->capture_default_str();
+    sub->add_option("--out", o->out, "weights file to write (.safetensors; default <results>/model-<name>.safetensors)");
+    sub->add_flag("--force", o->force, "replace --out (and --state) if they exist");
     sub->add_option("--state", o->state, "also write a resumable checkpoint (weights + optimizer state) here");
     sub->add_option("--resume", o->resume, "continue from a checkpoint written with --state");
     sub->add_option("--stop-after", o->stop_after, "stop after this step (the schedule stays --steps long)");

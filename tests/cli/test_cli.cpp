@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 
 #include "tests/run_memwall.hpp"
@@ -30,6 +31,8 @@ struct BadInput {
     std::string args;
     std::vector<std::string> must_mention;
 };
+
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.args; }
 
 class CliBadInput : public testing::TestWithParam<BadInput> {};
 
@@ -56,6 +59,105 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run gemm --threads 0", {"--threads", "1.."}},
                     BadInput{"run gemm --rounds 0", {"--rounds 0", "1..100"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
+
+// Shapes too large for any machine: refused before a byte is allocated
+// (compulsory bytes against physical memory), never std::bad_alloc.
+INSTANTIATE_TEST_SUITE_P(
+    HugeShapes, CliBadInput,
+    testing::Values(BadInput{"run gemm --shape m=2147483647,n=2147483647,k=2147483647", {"gemm", "GB", "smaller shape"}},
+                    BadInput{"run softmax --shape rows=2147483647,cols=2147483647", {"softmax", "GB"}},
+                    BadInput{"run gemv_q --shape n_out=2147483647,n_in=2147483647,b=1", {"gemv_q", "GB"}},
+                    BadInput{"run attn_decode --shape hd=2147483647", {"attn_decode", "GB"}},
+                    BadInput{"run paged_attn --shape ctx=2147483647", {"paged_attn", "GB"}},
+                    BadInput{"run moe_route --shape tokens=2147483647", {"moe_route", "GB"}},
+                    BadInput{"run moe_ffn --shape tokens=2147483647", {"moe_ffn", "GB"}},
+                    BadInput{"run train_step --shape d_model=2147483648", {"'d_model'", "2147483647"}},
+                    BadInput{"run train_step --shape tokens=2147483392", {"train_step", "GB"}},
+                    BadInput{"run gemm --shape m=2147483648", {"'m'", "2147483647"}},
+                    BadInput{"run decode_step --shape batch=2147483647", {"batch = 2147483647", "1..256"}},
+                    BadInput{"run transpose --shape rows=2147483647,cols=2147483647", {"transpose", "GB"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+// The model's commands: every option checked before the model or the corpus
+// is read, exit 2 naming the value and the valid range; nothing written.
+class CliBadModelInput : public testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadModelInput, ExitsTwoNamesTheValue) {
+    auto r = memwall(GetParam().args);
+    EXPECT_EQ(r.status, 2) << r.output;
+    for (auto& m : GetParam().must_mention) EXPECT_NE(r.output.find(m), std::string::npos) << "missing '" << m << "' in: " << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Generate, CliBadModelInput,
+    testing::Values(BadInput{"generate --prompt hi --threads 100000", {"--threads 100000", "1.."}},
+                    BadInput{"generate --prompt hi --threads -1", {"--threads -1"}},
+                    BadInput{"generate --prompt hi --tokens 2147483647", {"--tokens 2147483647", "1.."}},
+                    BadInput{"generate --prompt hi --tokens 0", {"--tokens 0"}},
+                    BadInput{"generate --prompt hi --tokens 300", {"context", "256"}},
+                    BadInput{"generate --prompt hi --temperature nan", {"--temperature nan", "finite"}},
+                    BadInput{"generate --prompt hi --temperature inf", {"--temperature inf", "finite"}},
+                    BadInput{"generate --prompt hi --temperature -1", {"--temperature -1"}},
+                    BadInput{"generate --prompt hi --top-k -5", {"--top-k -5", "0..256"}},
+                    BadInput{"generate --prompt hi --top-k 1000", {"--top-k 1000", "0..256"}},
+                    BadInput{"generate --prompt hi --weights int3", {"int3", "int4"}},
+                    BadInput{"generate --prompt hi --model no-such-model.safetensors", {"no-such-model", "no such file"}},
+                    BadInput{"generate --prompt hi --out /tmp", {"/tmp", "directory"}},
+                    BadInput{"generate --prompt hi --out result.txt", {"result.txt", ".json"}},
+                    BadInput{"generate --prompt ''", {"--prompt"}},
+                    BadInput{"generate --prompt hi --check --temperature 0.5", {"--check", "--temperature 0"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Train, CliBadModelInput,
+    testing::Values(BadInput{"train --lr -1", {"--lr -1", "finite"}},
+                    BadInput{"train --lr nan", {"--lr nan"}},
+                    BadInput{"train --lr inf", {"--lr inf"}},
+                    BadInput{"train --min-lr -1", {"--min-lr -1"}},
+                    BadInput{"train --min-lr 1", {"--min-lr 1"}},
+                    BadInput{"train --warmup -5", {"--warmup -5", "0.."}},
+                    BadInput{"train --warmup 1000000000", {"--warmup 1000000000", "0..100000000"}},
+                    BadInput{"train --stop-after -3", {"--stop-after -3"}},
+                    BadInput{"train --steps 0", {"--steps 0"}},
+                    BadInput{"train --batch 0", {"--batch 0"}},
+                    BadInput{"train --seq 0", {"--seq 0"}},
+                    BadInput{"train --seq 100000", {"--seq 100000", "1..256"}},
+                    BadInput{"train --eval-every -1", {"--eval-every -1"}},
+                    BadInput{"train --threads 100000", {"--threads 100000"}},
+                    BadInput{"train --kv-heads 3", {"kv_heads = 3", "divide"}},
+                    BadInput{"train --d-model 0", {"d_model = 0"}},
+                    BadInput{"train --layers 0", {"layers = 0"}},
+                    BadInput{"train --ceilings no-such-ceilings.json", {"no-such-ceilings.json", "no such file"}},
+                    BadInput{"train --resume no-such-state.safetensors", {"no-such-state", "no such file"}},
+                    BadInput{"train --out weights.bin", {"weights.bin", ".safetensors"}},
+                    BadInput{"train --state state.json", {"state.json", ".safetensors"}},
+                    BadInput{"train --out " MEMWALL_TEST_SOURCE_DIR "/results/model/default.safetensors",
+                             {"default.safetensors", "exists", "--force"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+// A NaN planted in a copy of the trained model: the checkpoint is refused on
+// load (exit 2, naming the tensor), so neither greedy decoding (which would
+// print NUL bytes) nor --check (whose margins would be NaN) can pass on it.
+TEST(Cli, ANaNInTheCheckpointIsRefused) {
+    const fs::path good = fs::path(MEMWALL_TEST_SOURCE_DIR) / "results/model/default.safetensors";
+    const fs::path bad = fs::temp_directory_path() / ("memwall-nan-" + std::to_string(::getpid()) + ".safetensors");
+    fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
+    {
+        std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+        std::uint64_t header = 0;
+        f.read(reinterpret_cast<char*>(&header), sizeof header);  // safetensors: little-endian header length
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        f.seekp(std::streamoff(8 + header + 4 * 1000));
+        f.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+    }
+    for (const std::string extra : {"", " --check"}) {
+        auto r = memwall("generate --model " + bad.string() + " --prompt hi --tokens 4" + extra);
+        EXPECT_EQ(r.status, 2) << r.output;
+        EXPECT_NE(r.output.find("must be finite"), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find("PASS"), std::string::npos) << r.output;
+    }
+    fs::remove(bad);
+}
 
 TEST(Cli, CudaBackendWithoutGpuIsAUsageError) {
     if (mw::gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
