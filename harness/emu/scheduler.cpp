@@ -77,6 +77,12 @@ struct StackArena {
 
     ~StackArena() { release(); }
     void release() {
+#if MW_EMU_ASAN
+        // The fibers' frames left redzones in ASan's shadow of these pages; a
+        // later mapping at the same addresses (the ELF file symbols.cpp reads)
+        // would inherit them and report its reads as stack-buffer-underflows.
+        if (base) __asan_unpoison_memory_region(base, count * stride);
+#endif
         if (base) ::munmap(base, count * stride);
         base = nullptr;
         count = 0;
