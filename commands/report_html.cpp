@@ -206,6 +206,7 @@ struct Plots {
     fs::path tmp;    // where they are drawn
     fs::path final;  // DIR/plots
     int next_id = 0;
+    bool enabled = true;  // false: --no-plots
 };
 
 // ------------------------------------------------------------- claims
@@ -452,6 +453,11 @@ void group_plots(std::ostream& h, const GroupRef& g, Plots& plots, const std::ma
         if (stem.empty()) stem = plot_stem(g.file->doc, *r);
     if (stem.empty()) {
         h << "<p class=\"dim\">No plots: emulated runs say nothing about speed (cuda-emu checks correctness only).</p>\n";
+        return;
+    }
+    if (!plots.enabled) {
+        h << "<p class=\"dim\">No plots: this page was made without gnuplot (<code>--no-plots</code>, as the GPU kit "
+             "makes it); <code>scripts/gpu-kit.sh --import</code> draws them.</p>\n";
         return;
     }
     const fs::path dir = plot_dirs.at(g.file);
@@ -775,7 +781,8 @@ void page_foot(std::ostream& h, const Page& pg) {
       << "</code> from";
     for (auto& rf : pg.f.results) h << " " << esc(rf.path.filename().string());
     if (!pg.f.ignored.empty()) h << "; not read (no memwall schema): " << esc(join(pg.f.ignored));
-    h << ". The plots are also in <code>plots/</code> as SVG and PNG with their gnuplot scripts.</p>\n";
+    if (pg.plots.enabled) h << ". The plots are also in <code>plots/</code> as SVG and PNG with their gnuplot scripts";
+    h << ".</p>\n";
     h << "</main></body></html>\n";
 }
 
@@ -801,21 +808,25 @@ fs::path write_html_report(const HtmlReportOptions& opts) {
     if (comparing) base = load_folder(opts.compare_dir);
     const fs::path out = opts.out.empty() ? fs::path(opts.dir) / "index.html" : fs::path(opts.out);
     if (fs::exists(out) && fs::is_directory(out)) throw UsageError("--out '" + out.string() + "' is a folder; give a file name");
-    if (!gnuplot_available()) throw UsageError("gnuplot not found: apt-get install gnuplot-nox (or scripts/install-deps.sh)");
+    if (opts.plots && !gnuplot_available())
+        throw UsageError("gnuplot not found: apt-get install gnuplot-nox (or scripts/install-deps.sh), or pass --no-plots");
 
     const fs::path page_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
     std::random_device rd;
-    Plots plots{page_dir / (".plots.tmp." + std::to_string(getpid()) + "." + std::to_string(rd())), page_dir / "plots", 0};
+    Plots plots{page_dir / (".plots.tmp." + std::to_string(getpid()) + "." + std::to_string(rd())), page_dir / "plots", 0,
+                opts.plots};
     Page pg{f, base, comparing, page_dir, plots};
     try {
-        draw_plots(pg);
+        if (plots.enabled) draw_plots(pg);
         gather(pg);
         const std::string html = render(pg);
         // Plots first (they are extras), the page last: the rename is the commit.
         std::error_code ec;
-        fs::remove_all(plots.final, ec);
-        fs::rename(plots.tmp, plots.final, ec);
-        if (ec) fs::remove_all(plots.tmp, ec);
+        if (plots.enabled) {
+            fs::remove_all(plots.final, ec);
+            fs::rename(plots.tmp, plots.final, ec);
+            if (ec) fs::remove_all(plots.tmp, ec);
+        }
         write_file_atomic(out, html);
     } catch (...) {
         std::error_code ec;

@@ -28,6 +28,7 @@ struct HtmlReportOptions {
     std::string dir;          // the results folder
     std::string compare_dir;  // optional: a second folder (another machine or commit), the baseline
     std::string out;          // default: DIR/index.html
+    bool plots = true;        // false: no gnuplot needed, the page says where its plots went (the GPU kit)
 };
 
 // Writes the page; returns its path.

@@ -123,16 +123,17 @@ int plot(const std::string& in, const std::string& out_dir) {
 
 struct ReportFlags {
     std::string in, format = "md", out, compare;
-    bool html = false;
+    bool html = false, no_plots = false;
 };
 
 int report(const ReportFlags& f) {
     if (f.html) {
-        const auto page = write_html_report({f.in, f.compare, f.out});
+        const auto page = write_html_report({f.in, f.compare, f.out, !f.no_plots});
         std::cout << "report: " << page.string() << "\n";
         return 0;
     }
     if (!f.compare.empty()) throw UsageError("--compare needs --html (or use: memwall compare BASE NEW)");
+    if (f.no_plots) throw UsageError("--no-plots needs --html");
     if (f.format != "md" && f.format != "csv")
         throw UsageError("unknown report format '" + f.format + "'; valid formats: md, csv");
     auto doc = read_json_file(f.in);
@@ -182,6 +183,8 @@ MW_REGISTER_COMMAND_AT(report, "report", 4, [](CLI::App& app) -> CommandAction {
                   "Write FOLDER/index.html: machine, ceilings, per lever plots, tables, verdicts and claims");
     sub->add_option("--compare", f->compare,
                     "With --html: a second results folder (another machine or commit) to compare against");
+    sub->add_flag("--no-plots", f->no_plots,
+                  "With --html: no plots, no gnuplot needed (the GPU kit's page; its import draws them)");
     return [f] { return report(*f); };
 });
 

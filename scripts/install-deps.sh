@@ -19,6 +19,9 @@
 # rung. Optional: without it the rung is not built and everything else is.
 # scripts/test.sh (CI compiles the rung) and, on a GPU machine, the main job
 # ask for it.
+# `--kit` adds patchelf, which scripts/gpu-kit.sh points the GPU kit's
+# binaries at the libraries packed beside them with; scripts/test.sh (the
+# kit's dry-run test) asks for it.
 set -euo pipefail
 NOTEBOOKS=0
 NCCL=0
@@ -31,7 +34,8 @@ for arg in "$@"; do
     --browser) PACKAGES+=(chromium) ;;
     --notebooks) NOTEBOOKS=1; PACKAGES+=(clang-tools-19 python3-venv) ;;
     --nccl) NCCL=1; PACKAGES+=(python3-pip) ;;
-    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser, --notebooks, --nccl" >&2; exit 2 ;;
+    --kit) PACKAGES+=(patchelf) ;;
+    *) echo "install-deps.sh: unknown option '$arg'; valid: --browser, --notebooks, --nccl, --kit" >&2; exit 2 ;;
   esac
 done
 

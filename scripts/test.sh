@@ -8,6 +8,6 @@
 # out-of-bounds global or shared access into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --browser --notebooks --nccl   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel; NCCL for the GPU MoE rung (compiled, run only on GPUs)
+./scripts/install-deps.sh --browser --notebooks --nccl --kit   # chromium: the HTML report's headless test; the notebooks' Jupyter kernel; NCCL for the GPU MoE rung (compiled, run only on GPUs); patchelf for the GPU kit's dry-run test
 ./scripts/build.sh
 ctest --preset release -j "$(nproc)" --timeout 600

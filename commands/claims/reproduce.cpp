@@ -46,7 +46,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct ReproduceOptions {
-    std::string lever, claim, out, format = "md", claims_path, seeds_dir;
+    std::string lever, claim, kind, out, format = "md", claims_path, seeds_dir;
     bool run_experiments = false;
 };
 
@@ -700,6 +700,9 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     if (!o.claim.empty() && std::find(ids.begin(), ids.end(), o.claim) == ids.end())
         throw UsageError("unknown claim '" + o.claim + "'; closest: " + join(closest_ids(o.claim, ids)) +
                          " (all " + std::to_string(ids.size()) + ": memwall reproduce --format json)");
+    const std::vector<std::string> kinds = {"formula", "cpu-experiment", "gpu-only"};
+    if (!o.kind.empty() && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
+        throw UsageError("unknown --kind '" + o.kind + "'; valid: " + join(kinds));
     const fs::path seeds = find_seeds(o.seeds_dir, path);
 
     json rows = json::array(), chosen = json::array();
@@ -707,6 +710,7 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     for (auto& c : file["claims"]) {
         if (!lever.empty() && c["lever"] != lever) continue;
         if (!o.claim.empty() && c["id"] != o.claim) continue;
+        if (!o.kind.empty() && c["check"].value("kind", "") != o.kind) continue;
         Judged j = judge(c, o.run_experiments);
         counts[j.verdict]++;
         if (j.row.contains("severity")) severities[j.row["severity"].get<std::string>()]++;
@@ -723,8 +727,9 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
                 {"claims", rows}};
     doc["cross_claim"] = cross_checks(rows, chosen);
     // Coverage is a property of the whole file: counted only when no filter is given.
-    doc["coverage"] = lever.empty() && o.claim.empty() ? coverage(file["claims"], path, seeds)
-                                                       : json{{"available", false}, {"why", "a --lever or --claim filter is set"}};
+    doc["coverage"] = lever.empty() && o.claim.empty() && o.kind.empty()
+                          ? coverage(file["claims"], path, seeds)
+                          : json{{"available", false}, {"why", "a --lever, --claim or --kind filter is set"}};
     doc["summary"] = summary_text(doc);
     if (o.run_experiments) doc["machine"] = machine_info();
     const std::string md = markdown(doc);
@@ -745,6 +750,8 @@ MW_REGISTER_COMMAND(reproduce, [](CLI::App& app) -> CommandAction {
     auto o = std::make_shared<ReproduceOptions>();
     sub->add_option("--lever", o->lever, "Only claims of this lever");
     sub->add_option("--claim", o->claim, "Only this claim id");
+    sub->add_option("--kind", o->kind,
+                    "Only claims checked this way: formula, cpu-experiment or gpu-only (the GPU kit runs gpu-only)");
     sub->add_option("--out", o->out, "Write the report as JSON here and markdown beside it");
     sub->add_option("--format", o->format, "md or json (standard output)")->default_val("md");
     sub->add_option("--claims", o->claims_path, "Claims file (default: experiments/claims.json)");
@@ -755,6 +762,7 @@ MW_REGISTER_COMMAND(reproduce, [](CLI::App& app) -> CommandAction {
         std::string cmd = "memwall reproduce";
         if (!o->lever.empty()) cmd += " --lever " + o->lever;
         if (!o->claim.empty()) cmd += " --claim " + o->claim;
+        if (!o->kind.empty()) cmd += " --kind " + o->kind;
         if (o->run_experiments) cmd += " --run-experiments";
         if (!o->out.empty()) cmd += " --out " + path_for_record(o->out);
         (void)sub;

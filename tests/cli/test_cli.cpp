@@ -78,6 +78,13 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run transpose --shape rows=2147483647,cols=2147483647", {"transpose", "GB"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
+// The GPU kit's options of reproduce and report.
+INSTANTIATE_TEST_SUITE_P(
+    Kit, CliBadInput,
+    testing::Values(BadInput{"reproduce --kind gpu", {"'gpu'", "formula", "cpu-experiment", "gpu-only"}},
+                    BadInput{"report results --no-plots", {"--no-plots needs --html"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
 // The model's commands: every option checked before the model or the corpus
 // is read, exit 2 naming the value and the valid range; nothing written.
 class CliBadModelInput : public testing::TestWithParam<BadInput> {};
