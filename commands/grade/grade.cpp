@@ -49,6 +49,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -288,6 +289,49 @@ std::string first_lines(std::string log, const std::string& tmp_name, const std:
     return out;
 }
 
+// What the compiler sees of the project: the files the exercise's adapter
+// and stubs include, transitively (quoted includes, resolved against the
+// source root, then beside the including file), and nothing else: not the
+// lever's rungs, which a submission could otherwise #include whole and call
+// (the instructor's --reference-solution adds the solution's own includes).
+std::set<fs::path> include_closure(std::vector<fs::path> todo) {
+    const fs::path root = fs::weakly_canonical(source_dir());
+    std::set<fs::path> seen;
+    auto under_root = [&](const fs::path& p) {
+        const auto rel = p.lexically_relative(root);
+        return !rel.empty() && *rel.begin() != "..";
+    };
+    while (!todo.empty()) {
+        const fs::path f = fs::weakly_canonical(todo.back());
+        todo.pop_back();
+        if (!under_root(f) || !fs::is_regular_file(f) || !seen.insert(f).second) continue;
+        std::ifstream in(f);
+        for (std::string line; std::getline(in, line);) {
+            std::size_t i = line.find_first_not_of(" \t");
+            if (i == std::string::npos || line[i] != '#') continue;
+            i = line.find_first_not_of(" \t", i + 1);
+            if (i == std::string::npos || line.compare(i, 7, "include") != 0) continue;
+            const std::size_t open = line.find('"', i + 7), close = open == std::string::npos ? open : line.find('"', open + 1);
+            if (close == std::string::npos) continue;
+            const std::string name = line.substr(open + 1, close - open - 1);
+            for (const fs::path& c : {root / name, f.parent_path() / name})
+                if (fs::is_regular_file(c)) {
+                    todo.push_back(c);
+                    break;
+                }
+        }
+    }
+    return seen;
+}
+
+std::vector<fs::path> closure_roots(const Exercise& x, const fs::path& submission, bool reference_solution) {
+    std::vector<fs::path> roots = {x.adapter};
+    for (auto& e : fs::directory_iterator(x.level_dir / "exercise"))
+        if (e.is_regular_file()) roots.push_back(e.path());  // the stubs (and the adapters)
+    if (reference_solution) roots.push_back(submission);
+    return roots;
+}
+
 Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs::path& submission,
                        const fs::path& tmp, bool reference_solution) {
     Build r;
@@ -305,12 +349,8 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     spec.argv = compile_command(x, b, src, r.exe, library);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
     spec.env = child_env(1);
-    for (const char* sub : {"harness", "kernels", "model", "commands", "reference", "optimized", "levels"})
-        spec.ro_binds.push_back(source_dir() / sub);
-    // The instructor's solutions are not the student's to include.
-    for (auto& level : fs::directory_iterator(source_dir() / "levels"))
-        if (fs::is_directory(level.path() / "exercise" / "solutions"))
-            spec.hidden.push_back((level.path() / "exercise" / "solutions").string());
+    for (const fs::path& f : include_closure(closure_roots(x, submission, reference_solution)))
+        spec.ro_binds.push_back(f.string());
     if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
     if (!library.empty()) spec.ro_binds.push_back(library.string());
     spec.rw_binds = {dir.string()};
@@ -1162,12 +1202,11 @@ int run_grade(const GradeOptions& o) {
     fs::remove_all(tmp);
 
     // The submission's bytes (compiler messages, its output, its exception
-    // messages) are in the doc: JSON gets invalid UTF-8 replaced (control
-    // characters are escaped by JSON itself), the text report every control
-    // character but newline and tab made visible.
-    constexpr auto replace = json::error_handler_t::replace;
-    std::string text = o.format == "json"         ? doc.dump(2, ' ', false, replace) + "\n"
-                       : o.format == "gradescope" ? report_gradescope(doc).dump(2, ' ', false, replace) + "\n"
+    // messages) are in the doc: every report gets invalid UTF-8 replaced and
+    // every control character but newline and tab (C1 and bidirectional
+    // controls too, which JSON would pass as they are) made visible.
+    std::string text = o.format == "json"         ? printable_strings(doc).dump(2) + "\n"
+                       : o.format == "gradescope" ? printable_strings(report_gradescope(doc)).dump(2) + "\n"
                                                   : printable(report_text(doc));
     if (o.out.empty()) {
         std::cout << text;

@@ -42,6 +42,21 @@ std::string valid_utf8(std::string_view s) {
     return out;
 }
 
+namespace {
+
+// The bidirectional control that starts at text[i] (well-formed UTF-8), or 0.
+unsigned bidi_control(const std::string& text, std::size_t i) {
+    auto at = [&](std::size_t j) { return j < text.size() ? static_cast<unsigned char>(text[j]) : 0u; };
+    if (at(i) == 0xD8 && at(i + 1) == 0x9C) return 0x061C;  // arabic letter mark
+    if (at(i) != 0xE2) return 0;
+    const unsigned cp = 0x2000 | ((at(i + 1) & 0x3Fu) << 6) | (at(i + 2) & 0x3Fu);
+    if (at(i + 1) < 0x80 || at(i + 1) > 0x81) return 0;
+    const bool bidi = cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+    return bidi ? cp : 0;
+}
+
+}  // namespace
+
 std::string printable(std::string_view s) {
     const std::string text = valid_utf8(s);
     std::string out;
@@ -50,7 +65,12 @@ std::string printable(std::string_view s) {
         const auto c = static_cast<unsigned char>(text[i]);
         // C1 controls are U+0080..U+009F, encoded C2 80..C2 9F.
         const bool c1 = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F || c1) {
+        if (const unsigned bidi = bidi_control(text, i)) {
+            char esc[12];
+            std::snprintf(esc, sizeof esc, "\\u{%04X}", bidi);
+            out += esc;
+            i += bidi == 0x061C ? 1 : 2;
+        } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F || c1) {
             char esc[8];
             std::snprintf(esc, sizeof esc, "\\x%02X", c1 ? static_cast<unsigned char>(text[++i]) : c);
             out += esc;
@@ -59,6 +79,21 @@ std::string printable(std::string_view s) {
         }
     }
     return out;
+}
+
+nlohmann::json printable_strings(const nlohmann::json& doc) {
+    if (doc.is_string()) return printable(doc.get_ref<const std::string&>());
+    if (doc.is_array()) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& e : doc) out.push_back(printable_strings(e));
+        return out;
+    }
+    if (doc.is_object()) {
+        nlohmann::json out = nlohmann::json::object();
+        for (auto it = doc.begin(); it != doc.end(); ++it) out[printable(it.key())] = printable_strings(it.value());
+        return out;
+    }
+    return doc;
 }
 
 std::string bounded(const char* field, std::size_t n) { return std::string(field, strnlen(field, n)); }

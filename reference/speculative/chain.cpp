@@ -74,7 +74,7 @@ void draft_round(const double* P, const double* Q, int v, int k, int x, std::uin
 
 }  // namespace
 
-void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
+bool sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
                   std::int32_t* counts, RoundCheck check) {
     const int V = v;
     std::vector<int> d(static_cast<std::size_t>(k) + 1);
@@ -90,15 +90,16 @@ void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t s
             // A broken rule — a count out of range, or other than the
             // uniforms decide, or a cache that keeps the wrong positions —
             // ends the loop: the counts stay short and the check fails.
-            if (acc < 0 || acc > k || next < 0 || next >= V) return;
+            if (acc < 0 || acc > k || next < 0 || next >= V) return false;
             if (check == RoundCheck::rule &&
                 (acc != accepted_prefix(d.data(), q.data(), p.data(), u.data(), V, k) || keep != len + 1 + acc))
-                return;
+                return false;
             for (int j = 0; j < acc && got < 2; ++j) out[got++] = last = d[std::size_t(j)];
             if (got < 2) out[got++] = last = next;
         }
         ++counts[std::size_t(out[0]) * V + out[1]];
     }
+    return true;
 }
 
 namespace {

@@ -57,9 +57,10 @@ std::vector<double> pair_probs(const double* P, int v);
 // by `round`, uniforms from `seed`. RoundCheck::rule (the accept op, the
 // grader) ends the loop at a round whose count or *keep is not the rule's;
 // law_only lets every round run, so that the law alone can be seen to
-// tell a wrong rule (tests/speculative/test_accept.cpp).
+// tell a wrong rule (tests/speculative/test_accept.cpp). Returns whether
+// every sample was drawn (false: a broken round ended the loop).
 enum class RoundCheck { rule, law_only };
-void sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
+bool sample_pairs(const double* P, const double* Q, int v, int k, std::int64_t samples, RoundFn round, std::uint64_t seed,
                   std::int32_t* counts, RoundCheck check = RoundCheck::rule);
 // out[steps]: greedy speculative decoding from token 0, k drafts a round;
 // bias [rows][v] read at position % rows. A RoundFn result out of range

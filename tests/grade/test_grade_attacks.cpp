@@ -220,6 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
     GradeAttack, SmallAttack,
     testing::Values(Small{{"attack_write_past_end.cpp", "wrote past the end of C", 0}, "gemm-cpu"},
                     Small{{"attack_dlopen_blas.cpp", "cannot load BLAS", 0}, "gemm-cpu"},
+                    Small{{"attack_include_rung.cpp", "gemm_simd.cpp: No such file", 0}, "gemm-cpu"},
                     Small{{"attack_host_only.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"},
                     Small{{"attack_emu_lift_protection.cu", "NaN", 0, kEmu}, "gemm-cuda"},
                     Small{{"attack_emu_unset_environment.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"}),
@@ -510,6 +511,16 @@ TEST(GradeAttack, EveryReportIsWrittenAsUtf8WithoutControlBytes) {
         SCOPED_TRACE(format);
         const GradeRun r = grade_level("01", control("attack_report_bytes.cpp") + " --seed 9", format);
         ASSERT_EQ(r.status, 0) << r.output;
+        // C1 controls (C2 80..9F) and bidirectional controls (E2 80 8E/8F,
+        // E2 80 AA..AE, E2 81 A6..A9), which a JSON string may carry raw.
+        for (std::size_t i = 0; i + 2 < r.output.size(); ++i) {
+            const auto b0 = static_cast<unsigned char>(r.output[i]), b1 = static_cast<unsigned char>(r.output[i + 1]),
+                       b2 = static_cast<unsigned char>(r.output[i + 2]);
+            EXPECT_FALSE(b0 == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) << format << ": a C1 control at byte " << i;
+            EXPECT_FALSE(b0 == 0xE2 && ((b1 == 0x80 && (b2 == 0x8E || b2 == 0x8F || (b2 >= 0xAA && b2 <= 0xAE))) ||
+                                        (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9)))
+                << format << ": a bidirectional control at byte " << i;
+        }
         if (std::string(format) != "text") {
             // The parser refuses text that is not UTF-8: parsed means valid.
             ASSERT_TRUE(r.doc.is_object()) << r.output;

@@ -78,7 +78,8 @@ TEST(LayoutGrade, ReferenceSolutionGetsFullMarks) {
 
 TEST(LayoutGradeCudaEmu, ReferenceSolutionIsCorrectSpeedNotGraded) {
     const GradeRun r =
-        grade03("--submission " + kExercise + "/solutions/transpose_cuda_reference.cu --backend cuda-emu --seed 3");
+        grade03("--submission " + kExercise +
+                "/solutions/transpose_cuda_reference.cu --backend cuda-emu --seed 3 --reference-solution");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.doc["exercise"], "transpose-cuda");
     EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);

@@ -34,8 +34,9 @@ TEST_P(SpeculativeGradeRejects, LosesItsPointsForTheRightReason) {
 constexpr double kShape = 60.0 / 6 + 1e-9;
 const std::string kLaw = "do not follow the oracle's distribution|probability 0";
 const std::string kTokens = "elements differ";
-// A sampled round whose count or *keep is not the rule's ends the loop.
-const std::string kShort = "the shape asks for|no samples";
+// A sampled round whose count or *keep is not the rule's ends the loop,
+// and a loop that did not finish is an error of the call.
+const std::string kShort = "the shape asks for|no samples|broke the sampling loop";
 
 INSTANTIATE_TEST_SUITE_P(
     Controls, SpeculativeGradeRejects,
@@ -49,10 +50,13 @@ INSTANTIATE_TEST_SUITE_P(
                     Control{"spec_off_by_one.cpp", kShort + "|" + kTokens + "|" + kLaw, 1 * kShape},
                     // Ends the sampling loop early: its counts hold fewer than
                     // `samples` pairs.
-                    Control{"spec_stops_early.cpp", "the shape asks for", 0},
+                    Control{"spec_stops_early.cpp", kShort, 0},
+                    // Writes target-law counts into the shared output buffer
+                    // itself, then breaks the loop so that they stand.
+                    Control{"spec_hijack_counts.cpp", "broke the sampling loop", 0},
                     // The target's law without testing a draft: the rounds'
                     // decisions tell, and so does each sampled round.
-                    Control{"spec_never_accepts.cpp", "decisions: ", 0},
+                    Control{"spec_never_accepts.cpp", "decisions: |" + kShort, 0},
                     // Right only in the rounds it can tell are compared one
                     // by one; every sampled round is held to the rule too.
                     Control{"spec_honest_when_watched.cpp", kShort, 0}),
@@ -61,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(
 // The stub accepts every draft: the first control, as handed out.
 TEST(SpeculativeGrade, StubIsRejected) {
     expect_rejected(grade_level("07", "--submission " + kExercise + "/spec_round_cpu.cpp --seed 5"),
-                    Control{"spec_round_cpu.cpp", kLaw + "|" + kTokens, 0}, "spec-round-cpu");
+                    Control{"spec_round_cpu.cpp", kShort + "|" + kLaw + "|" + kTokens, 0}, "spec-round-cpu");
 }
 
 TEST(SpeculativeGrade, ReferenceSolutionGetsFullMarks) {

@@ -9,7 +9,10 @@
 // round are the project's own (reference/speculative/chain.cpp, with
 // kernels/speculative/draw.cpp: seeded uniforms and draw(), which a
 // submission may call too), linked from the grader's worker library.
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <vector>
 
 #include "commands/grade/grade_worker.hpp"
 #include "kernels/speculative/draw.hpp"
@@ -30,10 +33,17 @@ void mw_grade_call(mw::grade::Call& c) {
     static std::uint64_t calls = 0;
     const int v = c.axis("v"), k = c.axis("k"), steps = c.axis("steps");
     const std::int64_t samples = c.axis("samples");
-    std::int32_t* counts = c.out<std::int32_t>(0);
-    for (int i = 0; i < v * v; ++i) counts[i] = 0;
     const std::uint64_t seed = std::uint64_t(c.in<std::int32_t>(3)[0]);
-    mw::speculative::sample_pairs(c.in<double>(0), c.in<double>(1), v, k, samples, round_fn, seed * 1000003 + calls++, counts);
+    // The counts are tallied here, in this function's own memory, and go out
+    // only when every sample was drawn: the shared output buffer is the
+    // submission's to reach (it runs in this process), so counts written
+    // there by a round that then broke the loop must not stand.
+    std::vector<std::int32_t> tally(std::size_t(v) * v, 0);
+    if (!mw::speculative::sample_pairs(c.in<double>(0), c.in<double>(1), v, k, samples, round_fn,
+                                       seed * 1000003 + calls++, tally.data()))
+        throw std::runtime_error("a round broke the sampling loop: its accepted count, next token or kept "
+                                 "positions are not the rule's");
+    std::copy(tally.begin(), tally.end(), c.out<std::int32_t>(0));
     mw::speculative::greedy_tokens(c.in<double>(0), c.in<double>(1), c.in<double>(2), steps + k + 2, v, k, steps, round_fn,
                                    c.out<std::int32_t>(1));
     mw::speculative::decide_rounds(c.in<double>(0), c.in<double>(1), v, k, round_fn, seed, c.out<std::int32_t>(2));

@@ -37,13 +37,14 @@ extern "C" int student_spec_round(int K, int V, const int* draft, const double* 
 namespace mw::speculative {
 
 // The target alone, two tokens from token 0: no round, no rule.
-void sample_pairs(const double* P, const double*, int v, int, std::int64_t samples, RoundFn, std::uint64_t seed,
+bool sample_pairs(const double* P, const double*, int v, int, std::int64_t samples, RoundFn, std::uint64_t seed,
                   std::int32_t* counts, RoundCheck) {
     for (std::int64_t n = 0; n < samples; ++n) {
         const int a = draw(P, v, uniform(seed, std::uint64_t(n), 1));
         const int b = draw(P + std::size_t(a) * v, v, uniform(seed, std::uint64_t(n), 2));
         ++counts[std::size_t(a) * v + b];
     }
+    return true;
 }
 
 namespace {
