@@ -233,6 +233,11 @@ struct Variant {
     std::string compute;
     // Builds the instance; may allocate device memory, pack weights, etc.
     std::function<Instance(Problem&)> prepare;
+    // Shapes the op accepts that this variant's kernel cannot take (a GPU
+    // kernel's shared memory or grid limit, MPI ranks against experts): a
+    // message naming the axis and its limit, or empty. `memwall run` refuses
+    // such a shape before anything runs (exit 2); null = every shape.
+    std::function<std::string(const Shape&)> accepts;
     // Lossy variants (quantized weights): the function the variant really
     // computes, e.g. the GEMV of the dequantized weights, in fp64. When set,
     // correctness is judged against it with the standard tolerance, and the

@@ -189,7 +189,13 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
             throw UsageError("op '" + op->name + "' does not support dtype '" + to_string(dtype) +
                              "'; valid dtypes: " + join(dtype_names(op->dtypes)));
         const auto chosen = chosen_variants(*op, vs, dtype, req, requested, matched);
-        for (auto& s : shapes_of(*op, req)) plans.push_back({op, s, dtype, chosen});
+        for (auto& s : shapes_of(*op, req)) {
+            for (const Variant* v : chosen)
+                if (const std::string why = v->accepts ? v->accepts(s) : ""; !why.empty())
+                    throw UsageError(op->name + " '" + v->name + "' (" + to_string(v->backend) + ") cannot take " +
+                                     s.str() + ": " + why + "; give a shape within that, or other --variant");
+            plans.push_back({op, s, dtype, chosen});
+        }
     }
     for (auto& r : requested)
         if (!matched.count(r))

@@ -123,6 +123,15 @@ rm -rf "$KIT"
 mv "$KIT.tmp" "$KIT"
 echo "kit: $(du -sh "$KIT" | cut -f1) in $KIT: $(sed -n 's/^tests: //p' "$KIT/kit.txt" | wc -w) test executables, $(sed -n 's/^packed libraries: //p' "$KIT/kit.txt" | wc -w) packed libraries, $(($(date +%s) - T0)) s"
 
+# The tree and the kit travel together to a machine that takes 64 MiB: at most 50 MB.
+TREE_BYTES=$(git ls-files -z 2>/dev/null | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+KIT_BYTES=$(du -sb "$KIT" | cut -f1)
+echo "tree ${TREE_BYTES:-0} B + kit $KIT_BYTES B = $(( (${TREE_BYTES:-0} + KIT_BYTES) / 1000000 )) MB (at most 50)"
+if [ $(( ${TREE_BYTES:-0} + KIT_BYTES )) -gt 50000000 ]; then
+  echo "scripts/gpu-kit.sh: the tree and the kit are over 50 MB together" >&2
+  exit 1
+fi
+
 [ "$DRY" = 1 ] || exit 0
 
 # --- the dry run ----------------------------------------------------------------------

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,15 @@ struct Split {
 };
 
 std::pair<double, double> measure_alpha_beta();
+
+// The expert-parallel rungs' `accepts`: at most one rank per expert (from the
+// launcher's environment, before MPI starts), or why not.
+inline std::string ranks_fit_experts(const Shape& s) {
+    const int P = launch_size();
+    return P > s["experts"] ? "experts = " + std::to_string(s["experts"]) + " < " + std::to_string(P) +
+                                  " MPI ranks (each rank holds at least one expert: mpirun -n P with P <= experts)"
+                            : "";
+}
 
 // y [T][d]: rank q has written its tokens' rows; afterwards every rank has all.
 void allgather_tokens(float* y, long d, const Split& s);

@@ -80,4 +80,7 @@ MW_REGISTER_VARIANT(attention_flash2_cuda, {
         const double blocks = std::ceil(double(a.S) / 32.0) * (a.causal ? 0.5 : 1.0);
         return 4.0 * a.B * a.S * a.D * (2.0 * a.H + 2.0 * a.H * blocks);
     },
-    .prepare = prepare_fa2 });
+    .prepare = prepare_fa2,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        return mw::fusion::attn_shape(s).D > 128 ? "d > 128 (its Q, K and V tiles fill 48 KiB of shared memory)" : "";
+    } });

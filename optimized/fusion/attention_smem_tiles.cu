@@ -93,4 +93,7 @@ MW_REGISTER_VARIANT(attention_smem_tiles_cuda, {
         return mw::fusion::attention_compulsory_bytes(s, dt) +
                8.0 * a.B * a.H * double(a.S) * (a.D + 2) * std::ceil(double(a.S) / 32.0);
     },
-    .prepare = prepare_fa1 });
+    .prepare = prepare_fa1,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        return mw::fusion::attn_shape(s).D > 192 ? "d > 192 (its K and V tiles fill 48 KiB of shared memory)" : "";
+    } });

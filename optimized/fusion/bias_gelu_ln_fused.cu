@@ -74,4 +74,7 @@ MW_REGISTER_VARIANT(bias_gelu_ln_fused_cuda, {
     .bytes = [](const mw::Shape& s, mw::DType) {
         return 4.0 * (2.0 * double(s["rows"]) * s["hidden"] + 3.0 * s["hidden"]);
     },
-    .prepare = prepare_fused });
+    .prepare = prepare_fused,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        return s["hidden"] > 12288 ? "hidden > 12288 (a row must fit 48 KiB of shared memory)" : "";
+    } });

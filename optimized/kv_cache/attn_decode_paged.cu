@@ -114,4 +114,9 @@ MW_REGISTER_VARIANT(attn_decode_paged_cuda, {
                  "blocks of 16 pages read once per query group, partial softmaxes merged",
     .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return mw::kv_cache::paged_bytes(s); },
-    .prepare = mw::kv_cache::prepare_paged });
+    .prepare = mw::kv_cache::prepare_paged,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        return s["hd"] > mw::kv_cache::kPagedMaxHd
+                   ? "hd > " + std::to_string(mw::kv_cache::kPagedMaxHd) + " (a lane holds hd / 32 floats of q and o)"
+                   : "";
+    } });

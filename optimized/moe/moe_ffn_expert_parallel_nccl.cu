@@ -229,6 +229,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_nccl_cuda, {
                  "combine, rung 0's grouped GEMMs on the local experts; 1/P of the weights and FLOPs per GPU",
     .needs = {"gpu", "mpi", "gpu_per_rank"},
     .prepare = prepare_nccl,
+    .accepts = mw::moe::ep::ranks_fit_experts,
     .identical_to = "sorted_grouped" });
 
 #endif  // !MEMWALL_EMU && MEMWALL_HAVE_NCCL && MEMWALL_HAVE_MPI

@@ -319,5 +319,6 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_overlap_cpu, {
     .needs = {"mpi"},
     .bytes = mw::moe::ep::exchange_rung_bytes,
     .prepare = mw::moe::ep::prepare_overlap,
+    .accepts = mw::moe::ep::ranks_fit_experts,
     .identical_to = "sorted_grouped" });
 #endif  // MEMWALL_HAVE_MPI

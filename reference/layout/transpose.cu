@@ -53,4 +53,7 @@ MW_REGISTER_VARIANT(transpose_naive_cuda, {
                  "different 32-byte sectors, 4 useful bytes in each",
     .needs = {"gpu"},
     .bytes = [](const mw::Shape& s, mw::DType) { return 36.0 * double(s["rows"]) * s["cols"]; },
-    .prepare = prepare_naive });
+    .prepare = prepare_naive,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        return s["rows"] > 524280 ? "rows > 524280 (65535 blocks of 8 rows along the grid's y)" : "";
+    } });

@@ -32,4 +32,9 @@ MW_REGISTER_VARIANT(moe_route_naive_cuda, {
     .role = mw::Role::reference, .backend = MW_CUDA_BACKEND, .rung = 0,
     .rationale = "one thread per token: E dot products, then the host's top-k and renormalization code on the device",
     .needs = {"gpu"},
-    .prepare = prepare_route_cuda });
+    .prepare = prepare_route_cuda,
+    .accepts = [](const mw::Shape& s) -> std::string {
+        if (s["experts"] > mw::moe::cuda::kMaxExpertsCuda)
+            return "experts > " + std::to_string(mw::moe::cuda::kMaxExpertsCuda) + " (a token's logits are kept in registers)";
+        return s["top_k"] > mw::moe::kMaxTopK ? "top_k > " + std::to_string(mw::moe::kMaxTopK) : "";
+    } });

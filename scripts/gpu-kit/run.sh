@@ -172,7 +172,10 @@ return "$LDD"
 
 main() {
   echo "kit: gpu-kit/ of $(head -1 "$KIT/kit.txt" 2>/dev/null)"
-  tar -xJf "$KIT/payload.tar.xz" -C "$BIN" || { echo "gpu-kit/run.sh: cannot unpack gpu-kit/payload.tar.xz" >&2; return 3; }
+  # tar's xz, else python3's lzma (a minimal image may lack the xz program)
+  tar -xJf "$KIT/payload.tar.xz" -C "$BIN" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$KIT/payload.tar.xz" "$BIN" ||
+    { echo "gpu-kit/run.sh: cannot unpack gpu-kit/payload.tar.xz" >&2; return 3; }
   flow
 }
 main 2>&1 | tee "$RES/kit.raw"

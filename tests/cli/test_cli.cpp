@@ -78,6 +78,23 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run transpose --shape rows=2147483647,cols=2147483647", {"transpose", "GB"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
+// Shapes the op accepts but a CUDA kernel cannot take (shared memory, grid,
+// registers): refused up front for that backend (Variant::accepts), not
+// reported as a failed or incorrect rung.
+INSTANTIATE_TEST_SUITE_P(
+    Backends, CliBadInput,
+    testing::Values(BadInput{"run attn_decode --backend cuda-emu --shape b=1,ctx=7,heads=2,kv_heads=1,hd=130",
+                             {"'paged' (cuda-emu)", "hd > 128"}},
+                    BadInput{"run moe_route --backend cuda-emu --shape tokens=3,d_model=4,experts=65,top_k=2",
+                             {"'naive' (cuda-emu)", "experts > 64"}},
+                    BadInput{"run attention --backend cuda-emu --variant flash2 --shape b=1,h=1,hk=1,s=3,d=129",
+                             {"'flash2' (cuda-emu)", "d > 128"}},
+                    BadInput{"run bias_gelu_ln --backend cuda-emu --shape rows=1,hidden=12289",
+                             {"'fused' (cuda-emu)", "hidden > 12288"}},
+                    BadInput{"run transpose --backend cuda-emu --shape rows=524281,cols=1",
+                             {"'naive' (cuda-emu)", "rows > 524280"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
 // The GPU kit's options of reproduce and report.
 INSTANTIATE_TEST_SUITE_P(
     Kit, CliBadInput,
