@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -93,6 +94,7 @@ struct Flaws {
     bool biased = false;           // category 0 drawn 20% too often (relative)
     bool fixed_draws = false;      // every call draws the samples of the first call
     bool nudge = false;            // logits[0] one ulp up: within tolerance, not the same bits
+    bool nan_after_first = false;  // logits[3] NaN in every call after the first (the checked one)
 };
 
 // A variant's run(): logits, argmax tokens, seeded samples.
@@ -116,6 +118,7 @@ void decode(mw::Problem& p, const Flaws& f, std::uint64_t call) {
     std::int32_t* counts = p.out("counts").as<std::int32_t>();
     std::fill_n(counts, kCategories, 0);
     if (f.nudge) logits[0] = std::nextafter(logits[0], INFINITY);
+    if (f.nan_after_first && call > 1) logits[3] = std::numeric_limits<float>::quiet_NaN();
     std::mt19937_64 rng(p.seed * 1000 + (f.fixed_draws ? 1 : call));
     for (std::int64_t s = 0; s < n; ++s) {
         const double u = double(rng() >> 11) * 0x1.0p-53 * acc;
@@ -224,6 +227,13 @@ MW_REGISTER_VARIANT(harness_decode_ulp, {
     .rationale = "one logit one ulp away from the naive variant's",
     .prepare = [](mw::Problem& p) { return decode_instance(p, {.fixed_draws = true, .nudge = true}); },
     .identical_to = "naive"});
+
+// Right at the first call, a NaN in every later one: the timed calls, and so
+// the checked call after them.
+MW_REGISTER_VARIANT(harness_decode_nan_timed, {
+    .name = "nan_when_timed", .op = "harness_decode", .lever = "harness_test", .rung = 11,
+    .rationale = "a NaN logit in every call after the first",
+    .prepare = [](mw::Problem& p) { return decode_instance(p, {.nan_after_first = true}); }});
 
 mw::RunRequest quick_request(std::vector<std::string> variants = {}) {
     mw::RunRequest req;
@@ -351,6 +361,13 @@ TEST(WorkloadChecks, ABiasedSamplerFailsTheDistributionCheck) {
     EXPECT_FALSE(r["correct"].get<bool>());
     EXPECT_LT(r["distribution"]["counts"]["p_value"].get<double>(), 1e-6);
     EXPECT_NE(r.value("check_message", "").find("category 0"), std::string::npos) << r.dump(2);
+}
+
+TEST(WorkloadChecks, ANaNInATimedCallFailsTheRun) {
+    const auto& r = row("nan_when_timed");
+    EXPECT_FALSE(r["correct"].get<bool>()) << r.dump(2);
+    const std::string m = r.value("check_message", "");
+    EXPECT_NE(m.find("NaN/Inf"), std::string::npos) << m;
 }
 
 TEST(WorkloadMemory, AHeld64MiBShowsInPeakAndAgainstNaive) {
