@@ -21,60 +21,40 @@
 //
 // Correctness is judged against the op's fp64 oracle on odd shapes (one
 // token, widths that end inside a vector, one expert, k = 1 to 3, a skewed
-// router). Then speed at T = 1024, d = 512, d_ff = 1408, E = 8, k = 2 on 2
-// threads (69 MB of expert weights: more than the L3), relative to the
-// project's sorted_grouped rung
-// (optimized/moe/moe_layer_sorted_grouped.cpp, which multiplies with a packed
-// SIMD GEMM: full speed marks need a fair share of its rate, see level.json).
+// router). Then speed at T = 1024, d = 512, d_ff = 1408, E = 32, k = 2 on 2
+// threads (277 MB of expert weights, of which each token needs 2/32),
+// relative to the project's sorted_grouped rung
+// (optimized/moe/moe_layer_sorted_grouped.cpp: full speed marks need a fair
+// share of its rate, see level.json).
 //
-// This stub is right and slow: one thread, and each token runs its k experts
-// alone — a vector-matrix product that reads all 3 d d_ff of an expert's
-// weights for one token. Keep the signature exactly as it is. The grader
-// compiles this file (plus its own driver) with
+// This stub is right and slow: it is the op's naive rung, dense_masked
+// (reference/moe/moe_layer.cpp, lesson 08's step 0). Every expert runs on
+// every token as a dense layer, with the project's packed SIMD GEMM, and the
+// routing is a mask: a token's result from an expert it did not choose is
+// multiplied by zero. At the speed shape that is E / k = 16 times the useful
+// FLOPs. Keep the signature exactly as it is. The grader compiles this file
+// (plus its own driver) with
 //     g++ -std=c++20 -O3 -march=native -fopenmp
-// and links the project's packed SIMD GEMM: include
-// "kernels/vectorization/gemm_cpu.hpp" and call mw::gemm::gemm_ex for an
-// expert's block, if you like (the lever here is the dispatch, not the GEMM).
-// Check yourself with:
+// and links the project's packed SIMD GEMM (mw::gemm::gemm_ex, declared in
+// "kernels/vectorization/gemm_cpu.hpp"; the lever here is the dispatch, not
+// the GEMM). Check yourself with:
 //     memwall grade 08 --submission levels/08-moe/exercise/moe_layer_cpu.cpp --seed 1
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-namespace {
-
-// out[r][0:n] = sum_i in[r][i] w[i][0:n] for `rows` rows: a small blocked
-// product (4 rows share each weight row while it is in L1). Yours to use.
-void block_product(const float* in, long rows, long k, const float* w, long n, float* out) {
-    for (long r0 = 0; r0 < rows; r0 += 4) {
-        const long nr = std::min(4L, rows - r0);
-        for (long r = 0; r < nr; ++r) std::fill(out + (r0 + r) * n, out + (r0 + r + 1) * n, 0.0f);
-        for (long i = 0; i < k; ++i) {
-            const float* wi = w + i * n;
-            for (long r = 0; r < nr; ++r) {
-                const float a = in[(r0 + r) * k + i];
-                float* o = out + (r0 + r) * n;
-                for (long c = 0; c < n; ++c) o[c] += a * wi[c];
-            }
-        }
-    }
-}
-
-}  // namespace
+#include "kernels/vectorization/gemm_cpu.hpp"
 
 extern "C" void student_moe_layer(const float* x, const float* w_router, const float* bias, const float* w_gate,
                                   const float* w_up, const float* w_down, float* y, int tokens, int d_model,
                                   int d_ff, int experts, int top_k) {
     const long T = tokens, d = d_model, f = d_ff, E = experts;
     const int k = top_k;
-    std::vector<float> l(static_cast<std::size_t>(E)), a(static_cast<std::size_t>(f)),
-        b(static_cast<std::size_t>(f)), o(static_cast<std::size_t>(d));
+    // Routing, token by token: mask[t][e] is the token's weight for expert e,
+    // zero for the E - k experts it did not choose.
+    std::vector<float> mask(static_cast<std::size_t>(T * E), 0.0f), l(static_cast<std::size_t>(E));
     std::vector<int> chosen(static_cast<std::size_t>(k));
-    // TODO: route every token first, then sort the (token, expert) pairs by
-    // expert (a counting sort), run each expert once on its tokens' rows
-    // gathered into one block, and add the results back with their weights,
-    // on every core.
     for (long t = 0; t < T; ++t) {
         const float* xt = x + t * d;
         for (long e = 0; e < E; ++e) {
@@ -95,16 +75,24 @@ extern "C" void student_moe_layer(const float* x, const float* w_router, const f
             chosen[j] = best;
             sel += std::exp(l[best] - m) / sum;
         }
-        float* yt = y + t * d;
-        std::copy(xt, xt + d, yt);
-        for (int j = 0; j < k; ++j) {
-            const long e = chosen[j];
-            const float w = std::exp(l[e] - m) / sum / sel;
-            block_product(xt, 1, d, w_gate + e * d * f, f, a.data());
-            block_product(xt, 1, d, w_up + e * d * f, f, b.data());
-            for (long c = 0; c < f; ++c) a[c] = a[c] / (1.0f + std::exp(-a[c])) * b[c];
-            block_product(a.data(), 1, f, w_down + e * f * d, d, o.data());
-            for (long c = 0; c < d; ++c) yt[c] += w * o[c];
-        }
+        for (int j = 0; j < k; ++j) mask[t * E + chosen[j]] = std::exp(l[chosen[j]] - m) / sum / sel;
+    }
+    // TODO: run each expert only on the tokens that chose it: sort the
+    // (token, expert) pairs by expert (a counting sort), gather each expert's
+    // rows into one block, run the expert once on that block, and add the
+    // results back with their weights.
+    using mw::gemm::View;
+    std::vector<float> a(static_cast<std::size_t>(T * f)), b(a.size()), o(static_cast<std::size_t>(T * d));
+    std::copy(x, x + T * d, y);
+    for (long e = 0; e < E; ++e) {  // every expert on all T tokens
+        mw::gemm::gemm_ex(View::rows(x, d), View::rows(w_gate + e * d * f, f), a.data(), f, int(T), int(f), int(d),
+                          false);
+        mw::gemm::gemm_ex(View::rows(x, d), View::rows(w_up + e * d * f, f), b.data(), f, int(T), int(f), int(d),
+                          false);
+        for (long c = 0; c < T * f; ++c) a[c] = a[c] / (1.0f + std::exp(-a[c])) * b[c];
+        mw::gemm::gemm_ex(View::rows(a.data(), f), View::rows(w_down + e * f * d, d), o.data(), d, int(T), int(d),
+                          int(f), false);
+        for (long t = 0; t < T; ++t)  // the mask: zero for a token that did not choose e
+            for (long c = 0; c < d; ++c) y[t * d + c] += mask[t * E + e] * o[t * d + c];
     }
 }
