@@ -159,6 +159,24 @@ bool DeviceServer::receive_write(int fd, const r::Request& q, std::int32_t& stat
     return true;
 }
 
+void DeviceServer::note_read(const r::Request& q) {
+    std::lock_guard lk(m_);
+    if (!fetching_.empty() && fetching_.back().addr == q.addr && fetching_.back().bytes == q.bytes) {
+        fetching_.pop_back();
+        return;
+    }
+    fetching_.clear();
+    traffic_.host_read_bytes += q.bytes;
+}
+
+DeviceServer::Traffic DeviceServer::take_traffic() {
+    std::lock_guard lk(m_);
+    const Traffic t = traffic_;
+    traffic_ = {};
+    fetching_.clear();
+    return t;
+}
+
 // One request of the submission's process; false when the wire is closed or
 // broken (the worker died or was stopped). Every address and length is
 // checked against the allocations: nothing else of the grader is reachable.
@@ -172,6 +190,7 @@ bool DeviceServer::handle(int fd) {
         return r::send_all(fd, &resp, sizeof resp);
     }
     if (q.op == r::kRead) {
+        note_read(q);
         // Answered a chunk at a time, each copied out under the lock; an
         // allocation freed meanwhile can only be the reader's own doing.
         {
@@ -229,6 +248,10 @@ bool DeviceServer::handle(int fd) {
             std::lock_guard lk(m_);
             for (auto& [addr, b] : mem_) list.push_back({addr, b.bytes});
             resp.bytes = list.size();
+            ++traffic_.launches;
+            fetching_.clear();  // the launch reads every allocation but the empty ones, in this order
+            for (auto it = list.rbegin(); it != list.rend(); ++it)
+                if (it->bytes) fetching_.push_back(*it);
             break;
         }
         default:

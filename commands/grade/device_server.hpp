@@ -39,6 +39,20 @@ public:
     bool read(std::uint64_t addr, void* out, std::size_t bytes) const;
     bool fill(std::uint64_t addr, unsigned char value, std::size_t bytes);
 
+    // What the submission's process asked of the device since the last take
+    // (then reset): kernel launches (a launch's process lists the allocations,
+    // reads each, runs the kernel and writes each back), and the bytes its
+    // host code read back from device memory outside a launch's fetch
+    // (cudaMemcpy device to host). A CUDA exercise's work belongs in kernels:
+    // a call that launches nothing, or whose host code reads device memory,
+    // computed on the host. This sees the runtime's requests; a process that
+    // forges the wire's messages itself can pass for a launch (the limit of
+    // an emulator whose kernels run in the submission's own processes).
+    struct Traffic {
+        std::uint64_t launches = 0, host_read_bytes = 0;
+    };
+    Traffic take_traffic();
+
 private:
     // One allocation: zeroed pages (calloc: untouched until written), and
     // the slot of the arena it sits in, reused by the next of the same size.
@@ -50,6 +64,7 @@ private:
     };
     void serve(int fd);
     bool handle(int fd);
+    void note_read(const emu::remote::Request& q);  // a launch's fetch, or the host's read
     bool receive_write(int fd, const emu::remote::Request& q, std::int32_t& status);
     unsigned char* span(std::uint64_t addr, std::size_t bytes);  // nullptr unless inside one allocation
     void drop(std::map<std::uint64_t, Block>::iterator it);
@@ -59,6 +74,8 @@ private:
     static constexpr std::size_t kChunk = 1 << 20;  // payloads move through the grader in pieces of this
     std::size_t limit_, used_ = 0;
     std::uint64_t next_;
+    Traffic traffic_;
+    std::vector<emu::remote::Extent> fetching_;  // a launch's reads still to come, last first
     std::map<std::uint64_t, Block> mem_;                // by address
     std::multimap<std::size_t, std::uint64_t> free_slots_;  // slot bytes -> slot address
     mutable std::mutex m_;

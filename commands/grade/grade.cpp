@@ -573,6 +573,20 @@ void stop(Session& s) {
     if (!stop_worker(s.worker)) s.left_behind = true;
 }
 
+// Under cuda-emu: "" when the call's work could have been done by kernels,
+// or why it was not (see DeviceServer::Traffic). The adapter copies nothing
+// when the grader has staged the buffers, so every request is the student's.
+std::string host_computed(const DeviceServer::Traffic& t) {
+    if (t.launches == 0)
+        return "the call launched no kernel: a CUDA exercise's work is done by kernels on the device, not by host "
+               "code (no points for values computed on the host)";
+    if (t.host_read_bytes > 0)
+        return "the submission's host code read " + std::to_string(t.host_read_bytes) +
+               " bytes of device memory during the call (cudaMemcpy device to host): a CUDA exercise's work is done "
+               "by kernels on the device, and the grader reads the outputs itself";
+    return {};
+}
+
 Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     Outcome o;
     if (s.budget_left <= 0) {
@@ -601,6 +615,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         staged = s.shm.header();
     }
     const long long oom_before = s.worker.cgroup ? s.worker.cgroup->oom_kills() : 0;
+    if (s.device) s.device->take_traffic();  // what the worker did before this call is not the call's
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;
@@ -628,7 +643,8 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         return o;
     }
     o.device_s = r.reply.device_seconds;
-    if (cmd == kRun) o.message = collect(s, *c, staged);
+    if (cmd == kRun && s.device) o.message = host_computed(s.device->take_traffic());
+    if (cmd == kRun && o.message.empty()) o.message = collect(s, *c, staged);
     o.ok = o.message.empty();
     return o;
 }

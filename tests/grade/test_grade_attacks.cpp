@@ -198,7 +198,9 @@ TEST(GradeAttack, BackgroundThreadsAreChargedAndStopped) {
 // grader's, not the submission's process's, so neither lifting page
 // protections (mprotect, mmap) nor unsetting the emulator's environment
 // before it reads it gives host code the inputs or a way to the outputs the
-// grader reads.
+// grader reads. Through the runtime's copies it can reach them: a call that
+// launches no kernel, or whose host code reads device memory back, computed
+// on the host and earns nothing.
 struct Small {
     Control control;
     const char* exercise;
@@ -223,7 +225,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Small{{"attack_include_rung.cpp", "gemm_simd.cpp: No such file", 0}, "gemm-cpu"},
                     Small{{"nan_when_timed.cpp", "disagrees with the reference", 60}, "gemm-cpu"},
                     Small{{"attack_host_only.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"},
-                    Small{{"attack_emu_lift_protection.cu", "NaN", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_lift_protection.cu", "launched no kernel", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_host_copies.cu", "bytes of device memory during the call", 0, kEmu}, "gemm-cuda"},
                     Small{{"attack_emu_unset_environment.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"}),
     [](const testing::TestParamInfo<Small>& i) {
         std::string n = i.param.control.file.substr(0, i.param.control.file.find('.'));

@@ -6,7 +6,8 @@
 // (this way, or by calling the emulator's own DeviceMemoryOpen, which the
 // header every .cu file includes declared), this scored full correctness.
 // Now the grader holds device memory: pages made here hold nothing of it,
-// and the outputs the grader reads stay poison.
+// and the outputs the grader reads stay poison; and a call that launches no
+// kernel earns nothing whatever it leaves there.
 #include <sys/mman.h>
 
 #include <cstdint>
