@@ -1,4 +1,5 @@
 #include "harness/runner.hpp"
+#include "harness/unbuilt.hpp"
 
 #include <unistd.h>
 
@@ -198,9 +199,13 @@ std::vector<RunPlan> plan_runs(const RunRequest& req) {
         }
     }
     for (auto& r : requested)
-        if (!matched.count(r))
+        if (!matched.count(r)) {
+            for (const Op* op : targets)
+                if (const std::string why = why_unbuilt(op->name, r); !why.empty())
+                    throw UsageError(op->name + " '" + r + "' is not in this build: " + why);
             throw UsageError("unknown variant '" + r + "' for backend " + to_string(req.backend) +
                              "; valid variants: " + join({valid_variant_names.begin(), valid_variant_names.end()}));
+        }
     if (plans.empty()) {
         std::set<std::string> have;
         for (const Op* op : targets)

@@ -18,6 +18,14 @@
 //                       their token (the rows that cross the wire, each way)
 #pragma once
 
+namespace mw::moe::ep {
+// Why the expert-parallel rungs are missing from a build without MPI (said by
+// `memwall run` when one is asked for).
+inline constexpr const char* kBuiltWithoutMpi =
+    "it needs MPI, which CMake did not find when this build was configured: install openmpi-bin and "
+    "libopenmpi-dev (scripts/install-deps.sh does), then configure and build again";
+}  // namespace mw::moe::ep
+
 #ifdef MEMWALL_HAVE_MPI
 // The C API only (Open MPI would otherwise pull in its deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1

@@ -182,4 +182,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_cpu, {
     .prepare = mw::moe::prepare_expert_parallel,
     .accepts = mw::moe::ep::ranks_fit_experts,
     .identical_to = "sorted_grouped" });
+#else
+#include "harness/unbuilt.hpp"
+MW_REGISTER_UNBUILT(moe_ffn_expert_parallel_cpu, {.op = "moe_ffn", .name = "expert_parallel", .why = mw::moe::ep::kBuiltWithoutMpi});
 #endif  // MEMWALL_HAVE_MPI

@@ -232,4 +232,11 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_nccl_cuda, {
     .accepts = mw::moe::ep::ranks_fit_experts,
     .identical_to = "sorted_grouped" });
 
+#elif !MEMWALL_EMU
+#include "harness/unbuilt.hpp"
+MW_REGISTER_UNBUILT(moe_ffn_expert_parallel_nccl_cuda,
+                    {.op = "moe_ffn", .name = "expert_parallel_nccl",
+                     .why = "it needs NCCL and MPI, and CMake did not find both when this build was configured: "
+                            "install openmpi-bin and libopenmpi-dev, and the nvidia-nccl wheel "
+                            "(scripts/install-deps.sh does both), then configure and build again"});
 #endif  // !MEMWALL_EMU && MEMWALL_HAVE_NCCL && MEMWALL_HAVE_MPI

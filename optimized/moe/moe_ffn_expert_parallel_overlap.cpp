@@ -321,4 +321,7 @@ MW_REGISTER_VARIANT(moe_ffn_expert_parallel_overlap_cpu, {
     .prepare = mw::moe::ep::prepare_overlap,
     .accepts = mw::moe::ep::ranks_fit_experts,
     .identical_to = "sorted_grouped" });
+#else
+#include "harness/unbuilt.hpp"
+MW_REGISTER_UNBUILT(moe_ffn_expert_parallel_overlap_cpu, {.op = "moe_ffn", .name = "expert_parallel_overlap", .why = mw::moe::ep::kBuiltWithoutMpi});
 #endif  // MEMWALL_HAVE_MPI

@@ -5,6 +5,7 @@
 #include "harness/registry.hpp"
 #include "harness/gpu.hpp"
 #include "harness/runner.hpp"
+#include "harness/unbuilt.hpp"
 
 namespace {
 
@@ -55,6 +56,30 @@ TEST(Registry, UnknownNamesAreRefusedWithChoices) {
     msg = usage_error(req);
     EXPECT_NE(msg.find("'fastest'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("naive"), std::string::npos) << msg;
+}
+
+// A rung whose source is here but whose dependency the build lacks (as the
+// expert-parallel rungs without MPI) says what it needs when asked for.
+MW_REGISTER_UNBUILT(test_gemm_needs_a_library, {.op = "gemm", .name = "needs_a_library",
+                                                .why = "it needs libexample, which CMake did not find"});
+
+TEST(Registry, AVariantNotInThisBuildSaysWhatItNeeds) {
+    mw::RunRequest req;
+    req.targets = {"gemm"};
+    req.variants = {"needs_a_library"};
+    const std::string msg = usage_error(req);
+    EXPECT_NE(msg.find("'needs_a_library' is not in this build: it needs libexample"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("unknown variant"), std::string::npos) << msg;
+    req.variants = {"naive"};  // the rest of the op is unaffected
+    EXPECT_EQ(usage_error(req), "");
+    req.targets = {"softmax"};  // another op's name of that rung is unknown there
+    req.variants = {"needs_a_library"};
+    EXPECT_NE(usage_error(req).find("unknown variant"), std::string::npos);
+#ifndef MEMWALL_HAVE_MPI
+    req.targets = {"moe_ffn"};
+    req.variants = {"expert_parallel"};
+    EXPECT_NE(usage_error(req).find("needs MPI"), std::string::npos) << usage_error(req);
+#endif
 }
 
 TEST(Registry, BadShapesAreRefused) {
