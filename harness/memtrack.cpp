@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -134,6 +135,28 @@ std::size_t reset_peak() {
     return now;
 }
 std::size_t peak_bytes() { return g_peak.load(); }
+
+namespace {
+// A "VmRSS:"/"VmHWM:" line of /proc/self/status in bytes, or -1.
+long long status_kib(const char* key) {
+    std::ifstream in("/proc/self/status");
+    const std::string k = key;
+    for (std::string line; std::getline(in, line);)
+        if (line.compare(0, k.size(), k) == 0) return std::strtoll(line.c_str() + k.size(), nullptr, 10) * 1024;
+    return -1;
+}
+}  // namespace
+
+long long rss_window_start() {
+    std::ofstream clear("/proc/self/clear_refs");
+    if (!(clear << "5" << std::flush)) return -1;
+    return status_kib("VmRSS:");
+}
+
+long long rss_growth(long long start) {
+    const long long hwm = status_kib("VmHWM:");
+    return start < 0 || hwm < 0 ? -1 : std::max(0LL, hwm - start);
+}
 
 }  // namespace mw::memtrack
 

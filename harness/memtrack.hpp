@@ -50,4 +50,15 @@ inline constexpr std::size_t kPagesFrom = std::size_t(2) << 20;
 // or "unknown" where /sys does not say): results record it.
 const char* transparent_hugepages();
 
+// A cross-check of the tracked heap from the kernel's side: the process's
+// resident set (/proc/self/status). rss_window_start() resets the kernel's
+// peak (VmHWM, by writing 5 to /proc/self/clear_refs) and returns the
+// resident bytes now; rss_growth(start) is the peak since, less `start`.
+// It sees what the tracker cannot (malloc, mmap, a library's own
+// allocator) and misses what it does not need to touch anew (pages already
+// resident that are reused, memory on a GPU); it is process-wide. -1 where
+// /proc does not allow it.
+long long rss_window_start();
+long long rss_growth(long long start);
+
 }  // namespace mw::memtrack

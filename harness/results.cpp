@@ -269,6 +269,12 @@ std::vector<Column> optional_columns(const std::vector<const nlohmann::json*>& r
         cols.push_back({"peak memory", [](auto& r) {
                             return has_number(r, "peak_bytes") ? bytes_str(r["peak_bytes"].template get<double>()) : "—";
                         }});
+        if (any_run(rows, [](auto& r) { return has_number(r, "rss_growth_bytes"); }))
+            cols.push_back({"RSS growth", [](auto& r) {
+                                return has_number(r, "rss_growth_bytes")
+                                           ? bytes_str(r["rss_growth_bytes"].template get<double>())
+                                           : "—";
+                            }});
         cols.push_back({"memory vs naive", [=](auto& r) { return opt(r, "memory_vs_naive", 3, "x"); }});
     }
     if (any_run(rows, [](auto& r) { return r.contains("near_ties"); }))
@@ -408,7 +414,7 @@ std::string report_csv(const nlohmann::json& doc) {
     os << "lever,op,variant,role,backend,rung,dtype,shape,threads,flops,bytes,intensity,time_best_s,time_median_s,"
           "time_min_s,time_max_s,samples,gflops,gbps,correct,max_abs,max_rel,rel_fro,speedup_vs_naive,"
           "speedup_vs_vendor,fraction_of_roof,timing_meaningful,unit,units_per_s,executed_flops,mfu,hfu,"
-          "peak_bytes,peak_extra_bytes,memory_vs_naive,near_ties,dist_statistic,dist_dof,dist_p_value";
+          "peak_bytes,peak_extra_bytes,rss_growth_bytes,memory_vs_naive,near_ties,dist_statistic,dist_dof,dist_p_value";
     for (auto& c : counters) os << ",counter:" << c;
     os << "\n";
     auto num = [](const nlohmann::json& v) { return v.is_number() ? fmt(v.get<double>(), 6) : std::string(); };
@@ -431,7 +437,7 @@ std::string report_csv(const nlohmann::json& doc) {
         const nlohmann::json dist = worst_stat_test(r);
         os << "," << r.value("unit", "") << "," << field(r, "units_per_s") << "," << field(r, "executed_flops") << ","
            << field(r, "mfu") << "," << field(r, "hfu") << "," << field(r, "peak_bytes") << ","
-           << field(r, "peak_extra_bytes") << "," << field(r, "memory_vs_naive") << "," << field(r, "near_ties")
+           << field(r, "peak_extra_bytes") << "," << field(r, "rss_growth_bytes") << "," << field(r, "memory_vs_naive") << "," << field(r, "near_ties")
            << "," << field(dist, "statistic") << "," << field(dist, "dof") << "," << field(dist, "p_value");
         for (auto& c : counters)
             os << "," << (r.contains("counters") ? num(r["counters"].value(c, nlohmann::json())) : std::string());

@@ -477,15 +477,21 @@ std::string compare_bits(const Problem& p, const std::vector<Buffer>& want, cons
 // The first call, inside the memory window: the tracked heap's growth over
 // prepare and this call (the oracles are computed before, the check after),
 // plus the memory the variant declares the tracker cannot see. peak_bytes
-// adds the problem's inputs and outputs, which every variant of the group shares.
+// adds the problem's inputs and outputs, which every variant of the group
+// shares. Beside it, the kernel's count over the same window: the process's
+// peak resident set growth (rss_growth_bytes; memtrack::rss_growth says what
+// it sees and misses).
 Instance prepare_and_run_once(const Variant& v, Problem& p, json& r) {
+    const long long rss_before = memtrack::rss_window_start();
     const std::size_t heap_before = memtrack::reset_peak();
     Instance inst = v.prepare(p);
     run_once(inst, p);
     const std::size_t extra = memtrack::peak_bytes() - heap_before + inst.workspace_bytes;
+    const long long rss = memtrack::rss_growth(rss_before);
     r["problem_bytes"] = problem_bytes(p);
     r["peak_extra_bytes"] = extra;
     r["peak_bytes"] = problem_bytes(p) + extra;
+    if (rss >= 0) r["rss_growth_bytes"] = rss;
     return inst;
 }
 

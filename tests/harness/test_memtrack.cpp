@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +102,26 @@ TEST(MemTrack, PageMappingsListExactlyTheLiveOnes) {
         EXPECT_EQ(w.data.get()[0], std::byte{3});  // flushed lines are written back, not dropped
     }
     mw::evict_cpu_caches();  // nothing released is touched
+}
+
+
+// The resident-set cross-check sees memory the tracker cannot (malloc'd and
+// touched: 64 MiB), and a new window forgets it once it is given back.
+TEST(MemTrack, ResidentSetGrowthSeesUntrackedMemory) {
+    const long long start = mw::memtrack::rss_window_start();
+    if (start < 0) GTEST_SKIP() << "/proc/self/clear_refs or /proc/self/status not available";
+    constexpr std::size_t kBytes = std::size_t(64) << 20;
+    const std::size_t heap = mw::memtrack::reset_peak();
+    auto* p = static_cast<unsigned char*>(std::malloc(kBytes));  // not through operator new: untracked
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, kBytes);
+    const long long grown = mw::memtrack::rss_growth(start);
+    EXPECT_LT(mw::memtrack::peak_bytes() - heap, std::size_t(1) << 20) << "malloc is not the tracker's";
+    EXPECT_GE(grown, static_cast<long long>(kBytes) * 9 / 10);
+    EXPECT_LE(grown, static_cast<long long>(kBytes) * 3 / 2);
+    std::free(p);  // 64 MiB: glibc maps it, and unmaps it here
+    const long long again = mw::memtrack::rss_window_start();
+    EXPECT_LT(mw::memtrack::rss_growth(again), static_cast<long long>(kBytes) / 4);
 }
 
 }  // namespace
