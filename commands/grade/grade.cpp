@@ -92,8 +92,22 @@ double now_s() {
 struct Seed {
     std::uint64_t value = 0;  // public and random seeds: the number the report prints
     std::string kind;         // "public" (--seed), "secret", "random"
-    std::string key;          // every call's seed is keyed_seed(key, ...)
+    std::string key;          // every call's seed is keyed_seed(key, domain + ...)
+    // What one grade's calls are told apart by: the level and exercise, and
+    // for a secret key a nonce of the grade's own. The same secret grades
+    // every submission of a course: a call's seed, which a submission may
+    // work back from its inputs, must tell it nothing about the calls of any
+    // other grade (its resubmission's, or another level's).
+    std::string domain;
 };
+
+// 16 bytes from the kernel's random source, as hex: a grade's nonce.
+std::string fresh_nonce() {
+    std::random_device rd;
+    std::string out;
+    for (int i = 0; i < 4; ++i) out += fmt("%08x", static_cast<unsigned>(rd()));
+    return out;
+}
 
 // An instructor's secret: a number or any passphrase, whitespace ignored.
 Seed secret_seed(const std::string& text) {
@@ -650,7 +664,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
 }
 
 std::uint64_t call_seed(const Seed& seed, const std::string& what, int i) {
-    return keyed_seed(seed.key, what + "#" + std::to_string(i));
+    return keyed_seed(seed.key, seed.domain + "/" + what + "#" + std::to_string(i));
 }
 
 // What a submission is checked against: the op's fp64 oracle, or, for a
@@ -1201,7 +1215,8 @@ int run_grade(const GradeOptions& o) {
         throw UsageError("submission '" + o.submission + "' is not a readable file");
     if (o.time_limit_s < 0) throw UsageError("--time-limit must be positive");
     if (!o.out.empty() && fs::is_directory(o.out)) throw UsageError("--out '" + o.out + "' is a directory");
-    const Seed seed = resolve_seed(o);
+    Seed seed = resolve_seed(o);
+    seed.domain = x.level_id + "/" + x.id + (seed.kind == "secret" ? "/" + fresh_nonce() : "");
 
     harden_grader();
     start_guard();

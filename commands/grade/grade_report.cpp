@@ -19,7 +19,7 @@ std::string points(double v) { return fmt("%.1f", v); }
 std::string seed_line(const json& doc) {
     const auto& s = doc["seed"];
     const std::string kind = s.value("kind", "");
-    if (kind == "secret") return "secret (the instructor's; inputs differ from any practice seed)";
+    if (kind == "secret") return "secret (the instructor's, with a nonce of this grade's: inputs no other grade sees)";
     const std::string v = std::to_string(s.value("value", std::uint64_t{0}));
     if (kind == "random") return v + " (random; reproduce with --seed " + v + ")";
     return v + " (public practice seed)";

@@ -88,6 +88,28 @@ TEST(GradeAttack, FilesOutsideTheSandboxAreNeitherReadNorWritten) {
 
 // --- 2. speed -------------------------------------------------------------------------
 
+// The first call's input bits a control threw, as the report quotes them.
+std::string input_bits(const GradeRun& r) {
+    const std::string f = failures(r.doc);
+    const auto at = f.find("INPUT BITS ");
+    return at == std::string::npos ? "" : f.substr(at, f.find_first_of("\n;", at) - at);
+}
+
+TEST(GradeAttack, NoGradeSeesTheInputsOfAnother) {
+    const std::string secret = "MEMWALL_GRADE_SECRET=one-secret-for-the-whole-course";
+    const GradeRun a = grade_level("01", control("attack_seed_replay.cpp"), "json", secret);
+    const GradeRun b = grade_level("01", control("attack_seed_replay.cpp"), "json", secret);
+    ASSERT_EQ(a.status, 0) << a.output;
+    ASSERT_EQ(b.status, 0) << b.output;
+    ASSERT_NE(input_bits(a), "") << failures(a.doc);
+    EXPECT_NE(input_bits(a), input_bits(b)) << "two grades under the same secret saw the same inputs";
+    // A practice seed stays reproducible: the same inputs on every run.
+    const GradeRun c = grade_level("01", control("attack_seed_replay.cpp") + " --seed 31");
+    const GradeRun d = grade_level("01", control("attack_seed_replay.cpp") + " --seed 31");
+    ASSERT_NE(input_bits(c), "") << failures(c.doc);
+    EXPECT_EQ(input_bits(c), input_bits(d));
+}
+
 TEST(GradeAttack, DelayedPingsEarnNothing) {
     expect_correct_but_slow(grade_level("01", control("attack_ping_delay.cpp") + " --seed 5"));
 }
