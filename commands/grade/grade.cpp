@@ -61,6 +61,7 @@
 #include "commands/grade/sanitize.hpp"
 #include "commands/grade/sandbox.hpp"
 #include "harness/emu/remote_device.hpp"
+#include "harness/replay.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
@@ -427,6 +428,10 @@ struct Outcome {
 struct CallData {
     Problem p;
     std::vector<Buffer> extras;
+    // The submission's side of an op with a replay (harness/replay.hpp): its
+    // last output is the worker's record, from which the grader rebuilds
+    // the op's outputs after the call.
+    const Replay* replay = nullptr;
 };
 
 std::size_t layout_bytes(const std::vector<const Buffer*>& all) {
@@ -455,10 +460,23 @@ std::vector<Buffer> prepare_extras(const Exercise& x, const Op& op, const Proble
                              (valid.empty() ? "none (the op prepares no inputs)" : valid));
 }
 
-CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uint64_t seed) {
+// `submission`: the call goes to the submission's worker (which records its
+// answers where the op has a replay), not the reference's.
+CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uint64_t seed, bool submission = true) {
     CallData c{op.make_problem(shape, op.dtypes.at(0), seed), {}};
     c.extras = prepare_extras(x, op, c.p);
+    if (submission && (c.replay = find_replay(op.name)))
+        c.p.outputs.push_back(Buffer::make("record", DType::i32, c.replay->record_values(shape)));
     return c;
+}
+
+// The op's outputs rebuilt from the worker's record by the grader's own loops
+// (harness/replay.hpp); the record then leaves the outputs.
+void replay_outputs(CallData& c) {
+    if (!c.replay) return;
+    Buffer record = std::move(c.p.outputs.back());
+    c.p.outputs.pop_back();
+    c.replay->rebuild(c.p, record.as<std::int32_t>(), record.count);
 }
 
 // Under cuda-emu: the call's buffers into the emulated device memory the
@@ -659,6 +677,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     o.device_s = r.reply.device_seconds;
     if (cmd == kRun && s.device) o.message = host_computed(s.device->take_traffic());
     if (cmd == kRun && o.message.empty()) o.message = collect(s, *c, staged);
+    if (cmd == kRun && o.message.empty()) replay_outputs(*c);
     o.ok = o.message.empty();
     return o;
 }
@@ -942,7 +961,8 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
     std::vector<CallData> cs, cr;
     for (int i = 0; i < kBurst; ++i) {
         const std::uint64_t sd = call_seed(race.seed, "speed/round", round * kBurst + i);
-        cs.push_back(make_call(race.x, race.op, race.shape, sd)), cr.push_back(make_call(race.x, race.op, race.shape, sd));
+        cs.push_back(make_call(race.x, race.op, race.shape, sd));
+        cr.push_back(make_call(race.x, race.op, race.shape, sd, false));
     }
     double t_ref = 1e30, t_sub = 1e30;
     auto ref_burst = [&] {
@@ -1043,7 +1063,7 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
     try {
         SpeedRace race{s, r, x, op, shape, seed, time_call, ping_overhead(r)};
         {  // warm the reference's threads and pages, as the check call warmed the submission's
-            CallData w = make_call(x, op, shape, call_seed(seed, "speed/warm", 0));
+            CallData w = make_call(x, op, shape, call_seed(seed, "speed/warm", 0), false);
             race.ref_call(w);
         }
         SpeedTimes t;

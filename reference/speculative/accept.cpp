@@ -18,6 +18,7 @@
 #include <string>
 
 #include "harness/registry.hpp"
+#include "harness/replay.hpp"
 #include "reference/speculative/chain.hpp"
 
 namespace mw::speculative {
@@ -81,12 +82,46 @@ Instance prepare_accept(Problem& p, RoundFn round) {
     Instance inst;
     inst.run = [=] {
         std::fill(counts, counts + std::size_t(v) * v, 0);
-        sample_pairs(P, Q, v, k, n, round, seed * 1000003 + (*calls)++, counts);
+        sample_pairs(P, Q, v, k, n, round, samples_seed(seed, (*calls)++), counts);
         greedy_tokens(P, Q, B, rows, v, k, steps, round, tokens);
         decide_rounds(P, Q, v, k, round, seed, decisions);
     };
     return inst;
 }
+
+namespace {
+
+// The record playing a RoundFn's part (one replay at a time per thread).
+thread_local const std::int32_t* g_record = nullptr;
+thread_local std::size_t g_record_n = 0, g_record_at = 0;
+
+int play_back(int, int, const int*, const double*, const double*, const double*, double, int, int* next, int* keep) {
+    if (g_record_at + kRecordPerRound > g_record_n) return *next = -1, *keep = -1, -1;  // the record ran out
+    const std::int32_t* r = g_record + g_record_at;
+    g_record_at += kRecordPerRound;
+    *next = r[1], *keep = r[2];
+    return r[0];
+}
+
+// Level 07's grading: the accept op's outputs rebuilt by the grader's own
+// loops (the first call's sampling seed), each round's answer read from the
+// worker's record (harness/replay.hpp). A round the loops refuse ends them.
+void replay_accept(Problem& p, const std::int32_t* record, std::size_t n) {
+    const int v = int(p.shape["v"]), k = int(p.shape["k"]), steps = int(p.shape["steps"]);
+    const double *P = p.in("P").as<double>(), *Q = p.in("Q").as<double>(), *B = p.in("bias").as<double>();
+    const std::uint64_t seed = std::uint64_t(p.in("seed").as<std::int32_t>()[0]);
+    std::int32_t* counts = p.out("counts").as<std::int32_t>();
+    std::fill(counts, counts + std::size_t(v) * v, 0);
+    g_record = record, g_record_n = n, g_record_at = 0;
+    if (sample_pairs(P, Q, v, k, p.shape["samples"], play_back, samples_seed(seed, 0), counts))
+        greedy_tokens(P, Q, B, bias_rows(p.shape), v, k, steps, play_back, p.out("tokens").as<std::int32_t>());
+    else
+        std::fill_n(p.out("tokens").as<std::int32_t>(), steps, -1);  // the record is not the loops': nothing after
+    decide_rounds(P, Q, v, k, play_back, seed, p.out("decisions").as<std::int32_t>());
+    g_record = nullptr;
+}
+
+}  // namespace
 
 }  // namespace mw::speculative
 
@@ -108,6 +143,10 @@ MW_REGISTER_OP(accept, {
               .per_output = {{"tokens", mw::CheckMode::exact}, {"decisions", mw::CheckMode::exact}}, .alpha = 1e-6,
               .distribution_samples = [](const mw::Shape& s) { return double(s["samples"]); }},
     .validate = mw::speculative::validate_accept });
+
+MW_REGISTER_REPLAY(accept, "accept", {
+    .record_values = [](const mw::Shape& s) { return mw::speculative::record_values(s["samples"], int(s["steps"])); },
+    .rebuild = mw::speculative::replay_accept });
 
 MW_REGISTER_VARIANT(accept_rejection_cpu, {
     .name = "rejection", .op = "accept", .lever = "speculative",

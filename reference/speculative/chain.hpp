@@ -75,4 +75,19 @@ std::vector<int> greedy_oracle(const double* P, const double* bias, int rows, in
 constexpr int kDecisionRounds = 512;
 void decide_rounds(const double* P, const double* Q, int v, int k, RoundFn round, std::uint64_t seed, std::int32_t* out);
 
+// The uniforms' seed of a call's sampling from the problem's seed (the
+// grader's fresh one each call) and, for `memwall run`'s repeated calls on
+// one problem, the call's index.
+inline std::uint64_t samples_seed(std::uint64_t seed, std::uint64_t call) { return seed * 1000003 + call; }
+
+// A record of what a RoundFn answered (level 07's grading, harness/replay.hpp):
+// kRecordPerRound int32 values a call — the count it returned, *next, *keep —
+// in call order over sample_pairs, greedy_tokens and decide_rounds. The
+// most values the three loops can record: at most two rounds a sample (a
+// round emits at least one token), one a greedy step, kDecisionRounds.
+constexpr int kRecordPerRound = 3;
+inline std::size_t record_values(std::int64_t samples, int steps) {
+    return std::size_t(kRecordPerRound) * (2 * std::size_t(samples) + std::size_t(steps) + kDecisionRounds);
+}
+
 }  // namespace mw::speculative

@@ -54,6 +54,11 @@ INSTANTIATE_TEST_SUITE_P(
                     // Writes target-law counts into the shared output buffer
                     // itself, then breaks the loop so that they stand.
                     Control{"spec_hijack_counts.cpp", "broke the sampling loop", 0},
+                    // A wrong rule that rewrites the worker's tally through its
+                    // own operator new, or its own memmove: the grader tallies
+                    // from the record of the rule's answers, with its own loops.
+                    Control{"spec_tally_via_new.cpp", kLaw, 0},
+                    Control{"spec_memmove_interpose.cpp", kLaw, 0},
                     // The target's law without testing a draft: the rounds'
                     // decisions tell, and so does each sampled round.
                     Control{"spec_never_accepts.cpp", "decisions: |" + kShort, 0},
