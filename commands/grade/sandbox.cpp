@@ -335,29 +335,9 @@ Sandbox make_sandbox(bool unsafe, bool allow_blas, bool gpu) {
         throw UsageError("memwall grade runs submissions in a bubblewrap sandbox, and bwrap is not installed; "
                          "install it with `apt-get install bubblewrap` (Debian/Ubuntu) "
                          "(for local practice only, --unsafe-no-sandbox runs without one)");
-    if (!allow_blas) {
-        // Every BLAS/LAPACK library a submission could dlopen or link.
-        std::vector<fs::path> libdirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib",
-                                         "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"};
-        for (auto& dir : libdirs) {
-            std::error_code ec;
-            for (auto& e : fs::directory_iterator(dir, ec)) {
-                const std::string n = e.path().filename().string();
-                const bool blas = n.find("blas") != std::string::npos || n.find("lapack") != std::string::npos ||
-                                  n.find("atlas") != std::string::npos || n.rfind("libmkl", 0) == 0;
-                if (!blas) continue;
-                std::error_code e2;
-                const std::string real = fs::canonical(e.path(), e2).string();
-                if (e2) continue;
-                if (e.is_directory(e2)) sb.masked_dirs.push_back(real);
-                else if (fs::is_regular_file(real, e2)) sb.masked_files.push_back(real);
-            }
-        }
-        std::sort(sb.masked_dirs.begin(), sb.masked_dirs.end());
-        sb.masked_dirs.erase(std::unique(sb.masked_dirs.begin(), sb.masked_dirs.end()), sb.masked_dirs.end());
-        std::sort(sb.masked_files.begin(), sb.masked_files.end());
-        sb.masked_files.erase(std::unique(sb.masked_files.begin(), sb.masked_files.end()), sb.masked_files.end());
-    }
+    // Every BLAS/LAPACK library a submission could dlopen or link, wherever
+    // under the library trees the sandbox shows (/usr is bound read-only).
+    if (!allow_blas) find_blas({"/usr/lib", "/usr/lib64", "/usr/local"}, sb.masked_dirs, sb.masked_files);
     // Can it make its namespaces here (as the user the children will be)?
     Log log;
     ChildSpec probe{.argv = {"/bin/true"}, .env = {"PATH=/usr/bin:/bin"}, .limits = {.wall_s = 20}};

@@ -71,6 +71,12 @@ struct Sandbox {
 // saying how to install it (or that --unsafe-no-sandbox exists) otherwise.
 Sandbox make_sandbox(bool unsafe, bool allow_blas, bool gpu);
 
+// Every BLAS/LAPACK library under `roots`, at any depth (a BLAS a package
+// bundles in a folder of its own: numpy.libs, R's lib/): a file or folder
+// whose name says blas, lapack, atlas or libmkl, resolved; a folder so
+// named is taken whole. Into `dirs` and `files`, sorted, each once.
+void find_blas(const std::vector<std::string>& roots, std::vector<std::string>& dirs, std::vector<std::string>& files);
+
 // What one child is.
 struct ChildSpec {
     std::vector<std::string> argv;  // argv[0]: an absolute path

@@ -1,12 +1,19 @@
 // The grader's small pieces that need no sandbox: call seeds keyed by
-// HMAC-SHA256 (commands/grade/keyed_seed.hpp), and the sanitizing of a
-// submission's bytes on their way into a report (commands/grade/sanitize.hpp).
+// HMAC-SHA256 (commands/grade/keyed_seed.hpp), the sanitizing of a
+// submission's bytes on their way into a report (commands/grade/sanitize.hpp),
+// and the search for the BLAS libraries a sandbox hides (sandbox.hpp).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "commands/grade/keyed_seed.hpp"
+#include "commands/grade/sandbox.hpp"
 #include "commands/grade/sanitize.hpp"
 
 namespace {
@@ -15,6 +22,31 @@ using mw::grade::bounded;
 using mw::grade::keyed_seed;
 using mw::grade::printable;
 using mw::grade::valid_utf8;
+
+// A BLAS a package bundles in a folder of its own, at any depth, is found
+// (numpy's wheels and R ship theirs so); a folder named for one is taken
+// whole; other libraries are left alone.
+TEST(GradeSandbox, BlasIsFoundAtAnyDepth) {
+    namespace fs = std::filesystem;
+    const fs::path root = fs::temp_directory_path() / ("memwall-blas-" + std::to_string(getpid()));
+    fs::remove_all(root);
+    for (const char* d : {"lib/python3/dist-packages/numpy.libs", "lib/R/lib", "lib/x86_64-linux-gnu/openblas-pthread",
+                          "lib/x86_64-linux-gnu/other"})
+        fs::create_directories(root / d);
+    for (const char* f : {"lib/python3/dist-packages/numpy.libs/libscipy_openblas64_-ff651d7f.so",
+                          "lib/R/lib/libRblas.so", "lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+                          "lib/x86_64-linux-gnu/other/libMKL_rt.so.2", "lib/x86_64-linux-gnu/other/libm.so.6",
+                          "lib/x86_64-linux-gnu/libfoo.so"})
+        std::ofstream(root / f) << "x";
+    std::vector<std::string> dirs, files;
+    mw::grade::find_blas({root.string()}, dirs, files);
+    const std::string r = fs::canonical(root).string();
+    EXPECT_EQ(dirs, std::vector<std::string>{r + "/lib/x86_64-linux-gnu/openblas-pthread"});
+    EXPECT_EQ(files, (std::vector<std::string>{r + "/lib/R/lib/libRblas.so",
+                                               r + "/lib/python3/dist-packages/numpy.libs/libscipy_openblas64_-ff651d7f.so",
+                                               r + "/lib/x86_64-linux-gnu/other/libMKL_rt.so.2"}));  // any case
+    fs::remove_all(root);
+}
 
 TEST(GradeSeed, IsHmacSha256OfTheKeyAndTheCall) {
     // RFC 4231, test case 1: key 20 x 0x0b, "Hi There" ->
