@@ -125,8 +125,11 @@ echo "$NAME" > "$WORK/name"
 echo "GPU: $NAME; backend $BACKEND; $(left) s left"
 
 # --- the CUDA tests -----------------------------------------------------------------
-# The GPU tests (test-filter: Cuda or Gpu in the name) of every kit test
-# executable; under --emulate the same, which must then say SKIPPED.
+# The GPU tests (test-filter: Cuda or Gpu in the name, and the Hugging Face
+# export loaded by transformers where torch is installed) of every kit test
+# executable; under --emulate the same, which must then say SKIPPED. A test
+# that runs memwall or reads the tree finds them through MEMWALL_BIN and
+# MEMWALL_SOURCE_DIR.
 tests() {
   for t in "$BIN"/tests/*; do
     local n; n=$(basename "$t")
@@ -135,6 +138,7 @@ tests() {
   done
 }
 export BIN RES KIT
+export MEMWALL_BIN="$BIN/bin/memwall" MEMWALL_SOURCE_DIR="$(cd "$KIT/.." && pwd)"
 part "CUDA tests" 150 bash -c "$(declare -f tests); tests"
 
 # --- ceilings, rungs, claims ------------------------------------------------------
