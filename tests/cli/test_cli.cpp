@@ -156,7 +156,10 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"train --out weights.bin", {"weights.bin", ".safetensors"}},
                     BadInput{"train --state state.json", {"state.json", ".safetensors"}},
                     BadInput{"train --out " MEMWALL_TEST_SOURCE_DIR "/results/model/default.safetensors",
-                             {"default.safetensors", "exists", "--force"}}),
+                             {"default.safetensors", "exists", "--force"}},
+                    BadInput{"export --hf /tmp --model no-such-model.safetensors", {"no-such-model", "--model"}},
+                    BadInput{"export --hf " MEMWALL_TEST_SOURCE_DIR "/README.md", {"README.md", "not a folder"}},
+                    BadInput{"export", {"--hf"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // A NaN planted in a copy of the trained model: the checkpoint is refused on
