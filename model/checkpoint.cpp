@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
 #include "harness/strings.hpp"
 #include "model/safetensors.hpp"
 
@@ -117,6 +119,18 @@ ModelFile load_model(const std::filesystem::path& path) {
         if (k != "format" && !k.starts_with("optimizer.") && k != "rope_base" && k != "norm_eps" &&
             std::none_of(std::begin(kIntFields), std::end(kIntFields), [&](const Field& fl) { return k == fl.name; }))
             m.info[k] = v;
+    return m;
+}
+
+const ModelFile& draft_small() {
+    static const ModelFile m = [] {
+        const auto p = source_root() / "results/model/draft-small.safetensors";
+        if (!std::filesystem::exists(p))
+            throw UsageError("draft model " + p.string() +
+                             " not found: make it with `memwall train --d-model 64 --layers 2 --heads 4 --kv-heads 2 "
+                             "--d-ff 192 --steps 600 --out results/model/draft-small.safetensors --name draft-small`");
+        return load_model(p);
+    }();
     return m;
 }
 

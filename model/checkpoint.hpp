@@ -35,4 +35,10 @@ ModelFile load_model(const std::filesystem::path& path);
 // naming the missing or bad field).
 Config config_from_metadata(const std::map<std::string, std::string>& meta, const std::string& source);
 
+// The committed draft model of the speculative lever
+// (results/model/draft-small.safetensors: trained by `memwall train` on the
+// same corpus, 26x smaller than the default model), loaded once; UsageError
+// naming the command that trains it when it is missing.
+const ModelFile& draft_small();
+
 }  // namespace mw::model

@@ -28,6 +28,7 @@
 #include "harness/command.hpp"
 #include "harness/inputs.hpp"
 #include "harness/results.hpp"
+#include "harness/strings.hpp"
 #include "harness/registry.hpp"
 #include "harness/timing.hpp"
 #include "kernels/model/model_cpu.hpp"
@@ -35,6 +36,7 @@
 #include "model/checkpoint.hpp"
 #include "model/corpus.hpp"
 #include "model/model.hpp"
+#include "kernels/speculative/speculate.hpp"
 
 namespace mw {
 namespace {
@@ -50,7 +52,11 @@ struct GenerateOptions {
     bool check = false;
     std::string out;
     int threads = 0;
+    std::string speculative;  // "": the target alone; small, int4 or early_exit: that draft proposes
+    int draft_k = 4;          // drafts per round
 };
+
+const std::vector<std::string> kDrafts = {"small", "int4", "early_exit"};
 
 precision::QuantSpec parse_weights(const std::string& w) {
     using precision::Format;
@@ -86,27 +92,32 @@ void check_options(const GenerateOptions& o) {
     check_range("--temperature", o.temperature, 0.0, 100.0);
     check_range("--top-k", (long long)o.top_k, 0, 256);
     if (o.check && o.temperature > 0) throw UsageError("--check compares greedy decoding: use --temperature 0");
+    if (!o.speculative.empty() && std::find(kDrafts.begin(), kDrafts.end(), o.speculative) == kDrafts.end())
+        throw UsageError("--speculative " + o.speculative + ": unknown draft (choices: " + join(kDrafts) + ")");
+    check_range("--draft-k", (long long)o.draft_k, 1, 16);
     parse_weights(o.weights);
     check_output_path(o.out, "--out");
     check_input_file(o.model, "--model");
 }
 
-int run_generate(GenerateOptions o) {
-    if (o.model.empty()) o.model = (source_root() / "results/model/default.safetensors").string();
-    check_options(o);
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    const model::ModelFile m = model::load_model(o.model);
+// What a decoding produced: the tokens, the figures for the record, and the
+// lines printed under the text.
+struct Decoded {
+    std::vector<int> tokens;
+    nlohmann::json record;
+    std::string summary;
+};
+
+// The target alone, one token a step through its KV cache.
+Decoded decode_plain(const GenerateOptions& o, const model::ModelFile& m, const std::vector<int>& prompt) {
     const auto& c = m.config;
-    const auto prompt = model::to_tokens(o.prompt);
-    if (std::int64_t(prompt.size()) + o.tokens > c.max_seq)
-        throw UsageError("prompt (" + std::to_string(prompt.size()) + " bytes) + --tokens " + std::to_string(o.tokens) +
-                         " exceed the model's context of " + std::to_string(c.max_seq) + " tokens");
     model::cpu::Decoder dec(c, m.params.data(), parse_weights(o.weights));
     using clock = std::chrono::steady_clock;
     // One untimed pass warms the caches and the thread pool.
     dec.step(prompt[0]);
     dec.reset();
-    std::vector<int> out;
+    Decoded d;
+    std::vector<int>& out = d.tokens;
     std::vector<double> itl;
     const auto t0 = clock::now();
     const float* z = nullptr;
@@ -124,19 +135,76 @@ int run_generate(GenerateOptions o) {
     const double ttft = std::chrono::duration<double>(t_first - t0).count();
     const double decode_s = std::chrono::duration<double>(last - t_first).count();
     const double tps = itl.empty() ? NAN : double(itl.size()) / decode_s;
+    d.summary = fmt("%d prompt + %d generated tokens, weights %s (%.1f MB streamed per token), %d threads\n",
+                    int(prompt.size()), o.tokens, o.weights.c_str(), dec.weight_bytes() / 1e6, omp_get_max_threads()) +
+                fmt("time to first token %.2f ms; inter-token latency p50 %.3f ms, p99 %.3f ms; %.0f tokens/s\n",
+                    ttft * 1e3, percentile(itl, 0.5, NAN) * 1e3, percentile(itl, 0.99, NAN) * 1e3, tps);
+    d.record = {{"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5, NAN) * 1e3},
+                {"itl_p99_ms", percentile(itl, 0.99, NAN) * 1e3}, {"tokens_per_s", tps}};
+    return d;
+}
 
+// Speculative decoding (kernels/speculative/speculate.hpp): the draft
+// proposes --draft-k tokens a round, the target verifies them in one pass,
+// and the rejection rule keeps the target's own law (at --temperature 0 its
+// greedy tokens exactly). The drafts are the speculative lever's rungs.
+Decoded decode_speculative(const GenerateOptions& o, const model::ModelFile& m, const std::vector<int>& prompt) {
+    const auto& c = m.config;
+    const int P = int(prompt.size()), max_len = P + o.tokens + o.draft_k + 1;
+    const model::ModelFile* small = o.speculative == "small" ? &model::draft_small() : nullptr;
+    const speculative::Draft draft = speculative::make_draft(o.speculative, c, m.params.data(),
+                                                             small ? &small->config : nullptr,
+                                                             small ? small->params.data() : nullptr);
+    const model::Config& dc = draft.config;
+    if (max_len > std::min(c.max_seq, dc.max_seq))
+        throw UsageError("prompt (" + std::to_string(P) + " bytes) + --tokens " + std::to_string(o.tokens) +
+                         " + --draft-k " + std::to_string(o.draft_k) + " + 1 exceed the context of " +
+                         std::to_string(std::min(c.max_seq, dc.max_seq)) + " tokens");
+    speculative::Speculator spec(c, m.params.data(), parse_weights(o.weights), &dc, draft.params, draft.format, 1,
+                                 max_len);
+    const speculative::SpecOptions so{o.draft_k, o.temperature, o.top_k, o.seed};
+    Decoded d;
+    d.tokens.resize(std::size_t(o.tokens));
+    speculative::Counts k;
+    spec.generate(prompt.data(), P, 1, d.tokens.data(), so, &k);  // warms caches and threads
+    spec.generate(prompt.data(), P, o.tokens, d.tokens.data(), so, &k);
+    const double decode_s = k.total_s - k.prefill_s, tps = double(o.tokens) / decode_s;
+    const double alpha = k.drafted ? double(k.accepted) / double(k.drafted) : NAN;
+    const double per_pass = k.target_passes ? double(k.emitted) / double(k.target_passes) : NAN;
+    d.summary = fmt("%d prompt + %d generated tokens, speculative: draft %s, %d drafts a round, target weights %s, %d threads\n",
+                    P, o.tokens, o.speculative.c_str(), o.draft_k, o.weights.c_str(), omp_get_max_threads()) +
+                fmt("%lld of %lld drafts accepted (alpha %.3f); %.2f tokens per target pass over %lld rounds; "
+                    "prefill %.2f ms, then %.0f tokens/s\n",
+                    (long long)k.accepted, (long long)k.drafted, alpha, per_pass, (long long)k.rounds,
+                    k.prefill_s * 1e3, tps);
+    d.record = {{"speculative", {{"draft", o.speculative}, {"k", o.draft_k}, {"drafted", k.drafted},
+                                 {"accepted", k.accepted}, {"alpha", alpha}, {"rounds", k.rounds},
+                                 {"target_passes", k.target_passes}, {"tokens_per_target_pass", per_pass},
+                                 {"draft_ms", k.draft_s * 1e3}, {"verify_ms", k.verify_s * 1e3}}},
+                {"prefill_ms", k.prefill_s * 1e3}, {"tokens_per_s", tps}};
+    return d;
+}
+
+int run_generate(GenerateOptions o) {
+    if (o.model.empty()) o.model = (source_root() / "results/model/default.safetensors").string();
+    check_options(o);
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    const model::ModelFile m = model::load_model(o.model);
+    const auto& c = m.config;
+    const auto prompt = model::to_tokens(o.prompt);
+    if (std::int64_t(prompt.size()) + o.tokens > c.max_seq)
+        throw UsageError("prompt (" + std::to_string(prompt.size()) + " bytes) + --tokens " + std::to_string(o.tokens) +
+                         " exceed the model's context of " + std::to_string(c.max_seq) + " tokens");
+    const Decoded d = o.speculative.empty() ? decode_plain(o, m, prompt) : decode_speculative(o, m, prompt);
+    const std::vector<int>& out = d.tokens;
     std::printf("%s%s\n", o.prompt.c_str(), printable(out).c_str());
-    std::printf("---\n%d prompt + %d generated tokens, weights %s (%.1f MB streamed per token), %d threads\n",
-                int(prompt.size()), o.tokens, o.weights.c_str(), dec.weight_bytes() / 1e6, omp_get_max_threads());
-    std::printf("time to first token %.2f ms; inter-token latency p50 %.3f ms, p99 %.3f ms; %.0f tokens/s\n",
-                ttft * 1e3, percentile(itl, 0.5, NAN) * 1e3, percentile(itl, 0.99, NAN) * 1e3, tps);
+    std::printf("---\n%s", d.summary.c_str());
 
     nlohmann::json doc = {{"schema", "memwall.generate/1"}, {"machine", machine_info()},
                           {"model", path_for_record(o.model)}, {"prompt", o.prompt}, {"weights", o.weights},
                           {"temperature", o.temperature}, {"top_k", o.top_k}, {"seed", o.seed},
-                          {"tokens", out}, {"text", printable(out)},
-                          {"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5, NAN) * 1e3},
-                          {"itl_p99_ms", percentile(itl, 0.99, NAN) * 1e3}, {"tokens_per_s", tps}};
+                          {"tokens", out}, {"text", printable(out)}};
+    doc.update(d.record);
     int rc = 0;
     if (o.check) {
         const std::vector<double> p64(m.params.begin(), m.params.end());
@@ -189,5 +257,9 @@ MW_REGISTER_COMMAND(generate, [](CLI::App& app) -> mw::CommandAction {
     sub->add_flag("--check", o->check, "compare greedy tokens with the fp64 oracle's (near-ties reported)");
     sub->add_option("--out", o->out, "also write the tokens and timings as JSON");
     sub->add_option("--threads", o->threads, "OpenMP threads (0: all)");
+    sub->add_option("--speculative", o->speculative,
+                    "decode speculatively with this draft: small (results/model/draft-small.safetensors), int4 (the "
+                    "model in INT4) or early_exit (its first half of layers); the target's law is kept at any --temperature");
+    sub->add_option("--draft-k", o->draft_k, "with --speculative: drafts per round (1..16)")->capture_default_str();
     return [o] { return mw::run_generate(*o); };
 });

@@ -13,6 +13,26 @@
 
 namespace mw::speculative {
 
+Draft make_draft(const std::string& kind, const model::Config& c, const float* params, const model::Config* small_cfg,
+                 const float* small_params) {
+    Draft d;
+    d.config = c, d.params = params;
+    if (kind == "int4") {
+        d.format = kInt4Draft;
+    } else if (kind == "early_exit") {
+        const int layers = early_exit_layers(c);
+        d.config = first_layers_config(c, layers);
+        d.own = first_layers_params(c, params, layers);
+        d.params = d.own.data();
+    } else if (kind == "small" && small_cfg && small_params) {
+        if (small_cfg->vocab != c.vocab) throw std::invalid_argument("the small draft's vocabulary differs from the target's");
+        d.config = *small_cfg, d.params = small_params;
+    } else {
+        throw std::invalid_argument("draft '" + kind + "': valid: int4, early_exit, small (with its model)");
+    }
+    return d;
+}
+
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -85,5 +85,23 @@ std::vector<float> wide_params(const model::Config& c);
 // the same final norm and tied head (a config and a parameter copy).
 model::Config first_layers_config(const model::Config& c, int layers);
 std::vector<float> first_layers_params(const model::Config& c, const float* params, int layers);
+// How many: half the target's blocks (at least one), the early_exit rung's.
+inline int early_exit_layers(const model::Config& c) { return c.layers / 2 > 0 ? c.layers / 2 : 1; }
+
+// The int4 rung's draft: the target's own weights in INT4, groups of 32.
+inline const precision::QuantSpec kInt4Draft{precision::Format::int4, 32, false};
+
+// A draft for the target (c, params), by the name of its rung: "int4" (the
+// target in INT4), "early_exit" (its first half of layers, a copy), or
+// "small" (a model of its own: small_cfg and small_params, which must
+// outlive the draft). std::invalid_argument for another name.
+struct Draft {
+    model::Config config;
+    const float* params = nullptr;
+    std::vector<float> own;  // early_exit's copy (params points into it)
+    precision::QuantSpec format;
+};
+Draft make_draft(const std::string& kind, const model::Config& c, const float* params,
+                 const model::Config* small_cfg = nullptr, const float* small_params = nullptr);
 
 }  // namespace mw::speculative

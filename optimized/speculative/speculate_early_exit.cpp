@@ -16,7 +16,7 @@
 
 namespace {
 
-int draft_layers(const mw::Shape& s) { return std::max(1, mw::speculative::target_model(s).config.layers / 2); }
+int draft_layers(const mw::Shape& s) { return mw::speculative::early_exit_layers(mw::speculative::target_model(s).config); }
 
 }  // namespace
 

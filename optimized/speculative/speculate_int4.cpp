@@ -22,7 +22,7 @@
 
 namespace {
 
-const mw::precision::QuantSpec kInt4{mw::precision::Format::int4, 32, false};
+const mw::precision::QuantSpec& kInt4 = mw::speculative::kInt4Draft;
 
 double int4_weight_bytes(const mw::Shape& s) {
     const auto& c = mw::speculative::target_model(s).config;

@@ -12,29 +12,11 @@
 // seeded wide target (model 1) the two models share nothing, and alpha is
 // near 0: a round costs its drafts and yields the target's one token —
 // slower than the target alone. Greedy tokens stay the target's.
-#include <filesystem>
-
-#include "harness/results.hpp"
-#include "harness/command.hpp"
+// The draft model's file and loading: model/checkpoint.hpp (draft_small),
+// which `memwall generate --speculative small` uses too.
 #include "harness/registry.hpp"
 #include "model/checkpoint.hpp"
 #include "reference/speculative/speculate.hpp"
-
-namespace mw::speculative {
-
-const model::ModelFile& small_draft() {
-    static const model::ModelFile m = [] {
-        const auto p = source_root() / "results/model/draft-small.safetensors";
-        if (!std::filesystem::exists(p))
-            throw UsageError("draft model " + p.string() +
-                             " not found: make it with `memwall train --d-model 64 --layers 2 --heads 4 --kv-heads 2 "
-                             "--d-ff 192 --steps 600 --out results/model/draft-small.safetensors --name draft-small`");
-        return model::load_model(p);
-    }();
-    return m;
-}
-
-}  // namespace mw::speculative
 
 MW_REGISTER_VARIANT(speculate_small_cpu, {
     .name = "small", .op = "speculate", .lever = "speculative",
@@ -42,10 +24,10 @@ MW_REGISTER_VARIANT(speculate_small_cpu, {
     .rationale = "a 26x smaller model trained on the same corpus drafts: cheap steps, an independent guesser",
     .needs = {"avx2"},
     .bytes = [](const mw::Shape& s, mw::DType) {
-        return mw::speculative::speculate_bytes_floor(s, 4.0 * double(mw::speculative::small_draft().params.size()));
+        return mw::speculative::speculate_bytes_floor(s, 4.0 * double(mw::model::draft_small().params.size()));
     },
     .prepare = [](mw::Problem& p) {
-        const auto& d = mw::speculative::small_draft();
+        const auto& d = mw::model::draft_small();
         return mw::speculative::prepare_speculate(p, {.model = &d.config, .params = &d.params});
     },
     .identical_to = "target_only" });

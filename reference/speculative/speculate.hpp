@@ -69,9 +69,6 @@ struct DraftSpec {
     const model::Config* model = nullptr;      // set: a model of its own (rung 3), fp32
     const std::vector<float>* params = nullptr;
 };
-// Rung 3's draft: results/model/draft-small.safetensors, loaded once;
-// mw::UsageError naming the command that trains it when it is missing.
-const model::ModelFile& small_draft();
 Instance prepare_speculate(Problem& p, const DraftSpec& d);
 // Bytes when every draft is accepted (the floor): tokens / (k + 1) target
 // passes and k tokens / (k + 1) draft steps, each reading its weights once.

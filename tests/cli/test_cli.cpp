@@ -129,7 +129,10 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"generate --prompt hi --out /tmp", {"/tmp", "directory"}},
                     BadInput{"generate --prompt hi --out result.txt", {"result.txt", ".json"}},
                     BadInput{"generate --prompt ''", {"--prompt"}},
-                    BadInput{"generate --prompt hi --check --temperature 0.5", {"--check", "--temperature 0"}}),
+                    BadInput{"generate --prompt hi --check --temperature 0.5", {"--check", "--temperature 0"}},
+                    BadInput{"generate --prompt hi --speculative tiny", {"tiny", "small, int4, early_exit"}},
+                    BadInput{"generate --prompt hi --speculative small --draft-k 0", {"--draft-k 0", "1..16"}},
+                    BadInput{"generate --prompt hi --tokens 250 --speculative int4", {"--draft-k", "context"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -194,6 +197,23 @@ TEST(Cli, CudaBackendWithoutGpuIsAUsageError) {
     EXPECT_NE(r.output.find("GPU"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("cpu"), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(out_file()));
+}
+
+// Sampled speculative decoding from the command line: it runs, says what
+// the draft did, and records it (the law itself: tests/speculative).
+TEST(Cli, GenerateSpeculativelyAtATemperature) {
+    const fs::path out = fs::temp_directory_path() / ("memwall-spec-" + std::to_string(getpid()) + ".json");
+    auto r = memwall("generate --prompt 'Love is ' --tokens 24 --temperature 0.8 --top-k 40 --speculative small "
+                     "--draft-k 3 --seed 7 --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("drafts accepted (alpha"), std::string::npos) << r.output;
+    std::ifstream in(out);
+    const auto doc = nlohmann::json::parse(in);
+    EXPECT_EQ(doc["tokens"].size(), 24u);
+    EXPECT_EQ(doc["speculative"]["draft"], "small");
+    EXPECT_EQ(doc["speculative"]["k"], 3);
+    EXPECT_LE(doc["speculative"]["accepted"].get<int>(), doc["speculative"]["drafted"].get<int>());
+    fs::remove(out);
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

@@ -7,6 +7,8 @@
 // against the target's; the counters and their arithmetic.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include "wrong_rounds.hpp"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
 #include "kernels/model/sampling.hpp"
+#include "model/checkpoint.hpp"
 #include "reference/speculative/speculate.hpp"
 #include "tests/oracle_cases.hpp"
 
@@ -146,6 +149,92 @@ TEST(Speculate, SamplingKeepsTheTargetsLaw) {
     EXPECT_TRUE(rp.ok) << "the target alone: " << rp.message;
     EXPECT_GT(total.accepted, 0);
     EXPECT_LT(total.accepted, total.drafted) << "some drafts must be rejected for the test to test the residual";
+}
+
+// Sampled speculative decoding on the trained model, as `memwall generate
+// --speculative D --temperature 0.8 --top-k 40` runs it: for every draft the
+// command offers, the first and the second generated token of 1000 seeded
+// generations, each against the target's own sampling law at that position
+// (the second's: the first's law times the target's law after it, summed),
+// by the distribution check at alpha 1e-6. Two wrong rules around the right
+// loop must fail it: resampling from p (not the residual) at a rejection,
+// and accepting every draft.
+namespace wrong_rule {
+int resample_from_p(int K, int V, const int* d, const double* q, const double* p, const double* u, double r, int len,
+                    int* next, int* keep) {
+    const int n = sp::speculative_round(K, V, d, q, p, u, r, len, next, keep);
+    if (n < K) *next = sp::draw(p + std::size_t(n) * V, V, r);
+    return n;
+}
+int always_accept(int K, int V, const int*, const double*, const double* p, const double*, double r, int len,
+                  int* next, int* keep) {
+    *next = sp::draw(p + std::size_t(K) * V, V, r);
+    *keep = len + 1 + K;
+    return K;
+}
+}  // namespace wrong_rule
+
+struct PositionLaws {
+    std::vector<double> first, second;
+};
+
+PositionLaws target_laws(const mw::model::Config& c, const float* params, const std::vector<int>& prompt, double T,
+                         int top_k) {
+    mw::model::cpu::Decoder dec(c, params);
+    const float* z = nullptr;
+    for (int t : prompt) z = dec.step(t);
+    PositionLaws L;
+    L.first = mw::model::sampling_probs(z, c.vocab, T, top_k);
+    L.second.assign(std::size_t(c.vocab), 0.0);
+    for (int t1 = 0; t1 < c.vocab; ++t1) {
+        if (L.first[std::size_t(t1)] == 0) continue;
+        dec.reset();
+        for (int t : prompt) dec.step(t);
+        const auto after = mw::model::sampling_probs(dec.step(t1), c.vocab, T, top_k);
+        for (int t2 = 0; t2 < c.vocab; ++t2) L.second[std::size_t(t2)] += L.first[std::size_t(t1)] * after[std::size_t(t2)];
+    }
+    return L;
+}
+
+// "" when both positions follow their laws, else what the check said.
+std::string sampled_law_holds(sp::Speculator& spec, const std::vector<int>& prompt, const PositionLaws& L, double T,
+                              int top_k, int N) {
+    mw::Buffer first = mw::Buffer::make("first", mw::DType::i32, std::size_t(N)),
+               second = mw::Buffer::make("second", mw::DType::i32, std::size_t(N));
+    std::vector<int> out(2);
+    sp::Counts c;
+    for (int n = 0; n < N; ++n) {
+        spec.generate(prompt.data(), int(prompt.size()), 2, out.data(), {4, T, top_k, 5000 + std::uint64_t(n)}, &c);
+        first.as<std::int32_t>()[n] = out[0], second.as<std::int32_t>()[n] = out[1];
+    }
+    const auto a = mw::check_distribution(first, L.first, 1e-6), b = mw::check_distribution(second, L.second, 1e-6);
+    return a.ok && b.ok ? "" : (a.ok ? "" : "first token: " + a.message + " ") + (b.ok ? "" : "second token: " + b.message);
+}
+
+TEST(Speculate, SampledSpeculationKeepsTheTargetsLawAtEachPosition) {
+    const auto s = shape(0, 1, 8, 2, 4);
+    const auto& m = sp::target_model(s);
+    const std::vector<int> prompt = {'L', 'o', 'v', 'e', ' ', 'i', 's', ' '};
+    const double T = 0.8;
+    const int top_k = 40, N = 1000;
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);  // a tiny model: one thread decodes it fastest
+    const PositionLaws L = target_laws(m.config, m.params->data(), prompt, T, top_k);
+    const auto& small = mw::model::draft_small();
+    for (const std::string kind : {"small", "int4", "early_exit"}) {
+        const sp::Draft d = sp::make_draft(kind, m.config, m.params->data(), &small.config, small.params.data());
+        sp::Speculator spec(m.config, m.params->data(), {}, &d.config, d.params, d.format, 1, sp::max_len(s));
+        EXPECT_EQ(sampled_law_holds(spec, prompt, L, T, top_k, N), "") << kind;
+        if (kind != "small") continue;
+        spec.set_round(wrong_rule::resample_from_p);
+        const std::string from_p = sampled_law_holds(spec, prompt, L, T, top_k, N);
+        EXPECT_NE(from_p, "") << "resampling from p went unnoticed";
+        spec.set_round(wrong_rule::always_accept);
+        const std::string always = sampled_law_holds(spec, prompt, L, T, top_k, N);
+        EXPECT_NE(always, "") << "accepting every draft went unnoticed";
+        std::printf("resample from p: %s\nalways accept: %s\n", from_p.c_str(), always.c_str());
+    }
+    omp_set_num_threads(threads);
 }
 
 TEST(Speculate, CountersAddUp) {
