@@ -1207,7 +1207,15 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     json notes = json::array();
     if (!sb.enabled)
         notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
-    if (emulated) notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
+    if (emulated) {
+        notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
+        // What emulation can and cannot certify (docs/grading.md): its kernels
+        // run in processes forked from the submission's own.
+        notes.push_back("cuda-emu certifies the values each call left in device memory, that the call launched a "
+                        "kernel and that its host code read no device memory back; not that the kernels computed "
+                        "those values (an emulated kernel can hand data to host code through the submission's own "
+                        "pipes or shared mappings): only a GPU run certifies the kernels");
+    }
     if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
     if (!notes.empty()) doc["notes"] = notes;
     return doc;

@@ -45,4 +45,16 @@ void global_out_of_bounds();          // writes one past a cudaMalloc'd buffer (
 void dynamic_shared_out_of_bounds();  // reads one past smem_bytes (ASan only)
 void reads_uninitialised_static_shared(std::vector<float>& out);  // no throw: NaN shows up
 
+// Tensor-core wrappers (harness/cuda/tensor_core.cuh), one warp.
+// mma_tile: D = A B + C for A [16][16], B [16][8] (16-bit bits: bf16, or f16
+// with f16 = true), C [16][8]; each lane builds its fragments by the PTX
+// layouts, or with wrong_fragment its A fragment's a[1] and a[2] swapped.
+std::vector<float> mma_tile(const std::vector<std::uint16_t>& A, const std::vector<std::uint16_t>& B,
+                            const std::vector<float>& C, bool f16, bool wrong_fragment);
+// ldmatrix .x n (1, 2, 4), .trans or not, of four 8 x 8 matrices M [4][8][8]
+// held in shared memory with padded rows: out[lane * n + i] = lane's r[i].
+std::vector<std::uint32_t> ldmatrix_lanes(const std::vector<std::uint16_t>& M, int n, bool trans);
+// D = A B (bf16) with both fragments loaded by ldmatrix from row-major shared memory.
+std::vector<float> mma_via_ldmatrix(const std::vector<std::uint16_t>& A, const std::vector<std::uint16_t>& B);
+
 }  // namespace emu_test
