@@ -1,4 +1,4 @@
-// cuda-emu test kernels of the tensor-core wrappers (harness/cuda/tensor_core.cuh):
+// cuda-emu test kernels of the tensor-core wrappers (kernels/cuda/tensor_core.cuh):
 // one warp. Each lane builds its fragments from global memory by the PTX
 // ISA's layouts (or, planted, by a wrong one), or loads them with ldmatrix
 // from shared memory, as a tensor-core GEMM does.
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "harness/cuda/launch.hpp"
-#include "harness/cuda/tensor_core.cuh"
+#include "kernels/cuda/tensor_core.cuh"
 #include "tests/emu/emu_kernels.hpp"
 
 namespace {

@@ -273,7 +273,7 @@ TEST(EmuHalf, ConversionsRoundToNearestEven) {
     }
 }
 
-// --- tensor cores (harness/cuda/tensor_core.cuh) ---------------------------------------------
+// --- tensor cores (kernels/cuda/tensor_core.cuh) ---------------------------------------------
 
 // Random 16-bit values (bf16 or f16 bits) and their values as doubles.
 std::vector<std::uint16_t> halves(std::size_t n, unsigned seed, bool f16, std::vector<double>& value) {
