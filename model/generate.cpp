@@ -56,7 +56,6 @@ struct GenerateOptions {
     int draft_k = 4;          // drafts per round
 };
 
-const std::vector<std::string> kDrafts = {"small", "int4", "early_exit"};
 
 precision::QuantSpec parse_weights(const std::string& w) {
     using precision::Format;
@@ -92,8 +91,9 @@ void check_options(const GenerateOptions& o) {
     check_range("--temperature", o.temperature, 0.0, 100.0);
     check_range("--top-k", (long long)o.top_k, 0, 256);
     if (o.check && o.temperature > 0) throw UsageError("--check compares greedy decoding: use --temperature 0");
-    if (!o.speculative.empty() && std::find(kDrafts.begin(), kDrafts.end(), o.speculative) == kDrafts.end())
-        throw UsageError("--speculative " + o.speculative + ": unknown draft (choices: " + join(kDrafts) + ")");
+    if (!o.speculative.empty() && std::find(speculative::kDraftKinds.begin(), speculative::kDraftKinds.end(), o.speculative) ==
+                                         speculative::kDraftKinds.end())
+        throw UsageError("--speculative " + o.speculative + ": unknown draft (choices: " + join(speculative::kDraftKinds) + ")");
     check_range("--draft-k", (long long)o.draft_k, 1, 16);
     parse_weights(o.weights);
     check_output_path(o.out, "--out");

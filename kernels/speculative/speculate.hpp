@@ -95,6 +95,7 @@ inline const precision::QuantSpec kInt4Draft{precision::Format::int4, 32, false}
 // target in INT4), "early_exit" (its first half of layers, a copy), or
 // "small" (a model of its own: small_cfg and small_params, which must
 // outlive the draft). std::invalid_argument for another name.
+inline const std::vector<std::string> kDraftKinds = {"small", "int4", "early_exit"};
 struct Draft {
     model::Config config;
     const float* params = nullptr;
