@@ -34,14 +34,17 @@ DeviceServer::~DeviceServer() {
 
 void DeviceServer::stop_serving() {
     if (server_fd_ >= 0) shutdown(server_fd_, SHUT_RDWR);  // the thread's recv or send returns
+    if (executor_fd_ >= 0) shutdown(executor_fd_, SHUT_RDWR);  // or its wait for the executor
     if (thread_.joinable()) thread_.join();
     if (server_fd_ >= 0) close(server_fd_);
-    server_fd_ = -1;
+    if (executor_fd_ >= 0) close(executor_fd_);
+    server_fd_ = executor_fd_ = -1;
 }
 
 void DeviceServer::close_client() {
     if (client_fd_ >= 0) close(client_fd_);
-    client_fd_ = -1;
+    if (executor_client_fd_ >= 0) close(executor_client_fd_);
+    client_fd_ = executor_client_fd_ = -1;
 }
 
 int DeviceServer::reconnect() {
@@ -54,11 +57,18 @@ int DeviceServer::reconnect() {
         free_slots_.clear();
         used_ = 0;
         next_ = r::kArenaBase;
+        traffic_ = {};
+        launch_failed_ = false;
     }
-    int sv[2];
+    int sv[2], ex[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ex) != 0) {
+        close(sv[0]), close(sv[1]);
+        throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    }
     server_fd_ = sv[0], client_fd_ = sv[1];
+    executor_fd_ = ex[0], executor_client_fd_ = ex[1];
     thread_ = std::thread([this, fd = sv[0]] { serve(fd); });
     return client_fd_;
 }
@@ -159,21 +169,66 @@ bool DeviceServer::receive_write(int fd, const r::Request& q, std::int32_t& stat
     return true;
 }
 
-void DeviceServer::note_read(const r::Request& q) {
+std::int32_t DeviceServer::fail_launch(const std::string& why) {
     std::lock_guard lk(m_);
-    if (!fetching_.empty() && fetching_.back().addr == q.addr && fetching_.back().bytes == q.bytes) {
-        fetching_.pop_back();
-        return;
+    launch_failed_ = true;
+    if (traffic_.launch_errors.size() < 2 * r::kMaxMessageBytes)
+        traffic_.launch_errors += (traffic_.launch_errors.empty() ? "" : "\n") + why;
+    return r::kLaunchFailure;
+}
+
+// The executor gets the launch and every allocation, and gives back every
+// allocation after the kernel (a chunk at a time, each into the allocation
+// under the lock). Allocations cannot change meanwhile: this thread alone
+// serves the host, and the grader touches device memory only between calls.
+std::int32_t DeviceServer::launch(const std::vector<unsigned char>& message) {
+    if (launch_failed_) return r::kLaunchFailure;
+    const int fd = executor_fd_;
+    std::vector<r::Extent> all;
+    {
+        std::lock_guard lk(m_);
+        for (auto& [addr, b] : mem_) all.push_back({addr, b.bytes});
     }
-    fetching_.clear();
-    traffic_.host_read_bytes += q.bytes;
+    const std::uint64_t launch_bytes = message.size(), count = all.size();
+    if (!r::send_all(fd, &launch_bytes, sizeof launch_bytes) || !r::send_all(fd, message.data(), message.size()) ||
+        !r::send_all(fd, &count, sizeof count) || !r::send_all(fd, all.data(), all.size() * sizeof(r::Extent)))
+        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+    std::vector<unsigned char> chunk(kChunk);
+    const auto move = [&](bool out) {
+        for (auto& e : all)
+            for (std::uint64_t done = 0; done < e.bytes;) {
+                const std::size_t n = std::min<std::size_t>(e.bytes - done, kChunk);
+                if (out) {
+                    {
+                        std::lock_guard lk(m_);
+                        const unsigned char* p = span(e.addr + done, n);
+                        if (p) std::memcpy(chunk.data(), p, n);
+                    }
+                    if (!r::send_all(fd, chunk.data(), n)) return false;
+                } else {
+                    if (!r::recv_all(fd, chunk.data(), n)) return false;
+                    std::lock_guard lk(m_);
+                    if (unsigned char* p = span(e.addr + done, n)) std::memcpy(p, chunk.data(), n);
+                }
+                done += n;
+            }
+        return true;
+    };
+    r::LaunchReply reply;
+    if (!move(true) || !r::recv_all(fd, &reply, sizeof reply) || reply.message_bytes > r::kMaxMessageBytes)
+        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+    std::string why(reply.message_bytes, '\0');
+    if (!why.empty() && !r::recv_all(fd, why.data(), why.size()))
+        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+    if (reply.status != 0) return fail_launch(why.empty() ? "cuda-emu: the kernel failed" : why);
+    if (!move(false)) return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+    return 0;
 }
 
 DeviceServer::Traffic DeviceServer::take_traffic() {
     std::lock_guard lk(m_);
     const Traffic t = traffic_;
     traffic_ = {};
-    fetching_.clear();
     return t;
 }
 
@@ -185,12 +240,34 @@ bool DeviceServer::handle(int fd) {
     if (!r::recv_all(fd, &q, sizeof q)) return false;
     r::Response resp;
     if (q.bytes > limit_ && (q.op == r::kWrite || q.op == r::kRead)) return false;  // no allocation is that large
+    if (q.op == r::kLaunch) {
+        if (q.bytes < sizeof(r::LaunchHeader) || q.bytes > r::kMaxLaunchBytes) return false;
+        std::vector<unsigned char> message(q.bytes);
+        if (!r::recv_all(fd, message.data(), message.size())) return false;
+        {
+            std::lock_guard lk(m_);
+            ++traffic_.launches;
+        }
+        resp.status = launch(message);
+        return r::send_all(fd, &resp, sizeof resp);
+    }
+    if (launch_failed_) {  // every request after a failed launch fails, as on a GPU (payloads still read)
+        if (q.op == r::kWrite) {
+            std::int32_t ignored = r::kLaunchFailure;
+            if (!receive_write(fd, q, ignored)) return false;
+        }
+        resp.status = r::kLaunchFailure;
+        return r::send_all(fd, &resp, sizeof resp);
+    }
     if (q.op == r::kWrite) {
         if (!receive_write(fd, q, resp.status)) return false;
         return r::send_all(fd, &resp, sizeof resp);
     }
     if (q.op == r::kRead) {
-        note_read(q);
+        {
+            std::lock_guard lk(m_);
+            traffic_.host_read_bytes += q.bytes;
+        }
         // Answered a chunk at a time, each copied out under the lock; an
         // allocation freed meanwhile can only be the reader's own doing.
         {
@@ -212,7 +289,6 @@ bool DeviceServer::handle(int fd) {
         }
         return true;
     }
-    std::vector<r::Extent> list;
     switch (q.op) {
         case r::kAlloc:
             resp.addr = q.bytes <= limit_ ? alloc(q.bytes) : 0;
@@ -244,21 +320,10 @@ bool DeviceServer::handle(int fd) {
             }
             break;
         }
-        case r::kList: {
-            std::lock_guard lk(m_);
-            for (auto& [addr, b] : mem_) list.push_back({addr, b.bytes});
-            resp.bytes = list.size();
-            ++traffic_.launches;
-            fetching_.clear();  // the launch reads every allocation but the empty ones, in this order
-            for (auto it = list.rbegin(); it != list.rend(); ++it)
-                if (it->bytes) fetching_.push_back(*it);
-            break;
-        }
         default:
             resp.status = kInvalidValue;
     }
-    if (!r::send_all(fd, &resp, sizeof resp)) return false;
-    return q.op != r::kList || r::send_all(fd, list.data(), list.size() * sizeof(r::Extent));
+    return r::send_all(fd, &resp, sizeof resp);
 }
 
 }  // namespace mw::grade

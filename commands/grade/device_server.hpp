@@ -1,7 +1,11 @@
 // The emulated GPU's memory of a submission graded under cuda-emu, held in
 // the grader's own process (harness/emu/remote_device.hpp is the wire): the
-// submission reaches it only through cudaMemcpy/cudaMemset and its kernels'
-// processes, never through a pointer, whatever it does to its own memory.
+// submission reaches it only through cudaMemcpy/cudaMemset and its kernels,
+// never through a pointer, whatever it does to its own memory. Its kernels
+// run in the kernel executor, a second process of the submission's
+// executable that the grader starts and that never runs host code: the
+// server relays each launch to it with every allocation and takes every
+// allocation back. The host learns of a launch only whether it succeeded.
 // The grader stages each call's buffers here itself and reads the outputs
 // from here, not from anything the submission's process can write.
 #pragma once
@@ -10,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,9 +30,13 @@ public:
     DeviceServer& operator=(const DeviceServer&) = delete;
 
     // A fresh device for a (re)started worker: every allocation dropped, a
-    // new socket whose client end the worker inherits; the old one is closed.
+    // new socket whose client end the worker inherits, and a new one whose
+    // other end the kernel executor inherits (executor_end); the old ones
+    // are closed.
     int reconnect();
-    // The grader's copy of the client end, closed once the worker has its own.
+    int executor_end() const { return executor_client_fd_; }
+    // The grader's copies of the client ends, closed once the worker and the
+    // executor have their own.
     void close_client();
 
     // The grader's own access, between calls. alloc: 0 when over the limit;
@@ -40,16 +49,15 @@ public:
     bool fill(std::uint64_t addr, unsigned char value, std::size_t bytes);
 
     // What the submission's process asked of the device since the last take
-    // (then reset): kernel launches (a launch's process lists the allocations,
-    // reads each, runs the kernel and writes each back), and the bytes its
-    // host code read back from device memory outside a launch's fetch
-    // (cudaMemcpy device to host). A CUDA exercise's work belongs in kernels:
-    // a call that launches nothing, or whose host code reads device memory,
-    // computed on the host. This sees the runtime's requests; a process that
-    // forges the wire's messages itself can pass for a launch (the limit of
-    // an emulator whose kernels run in the submission's own processes).
+    // (then reset): kernel launches, and the bytes its host code read back
+    // from device memory (cudaMemcpy device to host). A CUDA exercise's work
+    // belongs in kernels: a call that launches nothing, or whose host code
+    // reads device memory, computed on the host. `launch_errors`: why
+    // launches failed (the executor's messages, for the report; the host
+    // only learns that one failed).
     struct Traffic {
         std::uint64_t launches = 0, host_read_bytes = 0;
+        std::string launch_errors;
     };
     Traffic take_traffic();
 
@@ -64,8 +72,11 @@ private:
     };
     void serve(int fd);
     bool handle(int fd);
-    void note_read(const emu::remote::Request& q);  // a launch's fetch, or the host's read
     bool receive_write(int fd, const emu::remote::Request& q, std::int32_t& status);
+    // A launch: relayed to the executor with every allocation; the status
+    // for the host (a failure is sticky until the next reconnect).
+    std::int32_t launch(const std::vector<unsigned char>& message);
+    std::int32_t fail_launch(const std::string& why);
     unsigned char* span(std::uint64_t addr, std::size_t bytes);  // nullptr unless inside one allocation
     void drop(std::map<std::uint64_t, Block>::iterator it);
     void stop_serving();
@@ -75,11 +86,12 @@ private:
     std::size_t limit_, used_ = 0;
     std::uint64_t next_;
     Traffic traffic_;
-    std::vector<emu::remote::Extent> fetching_;  // a launch's reads still to come, last first
+    bool launch_failed_ = false;  // sticky, as a GPU context's error after a faulting kernel
     std::map<std::uint64_t, Block> mem_;                // by address
     std::multimap<std::size_t, std::uint64_t> free_slots_;  // slot bytes -> slot address
     mutable std::mutex m_;
     int server_fd_ = -1, client_fd_ = -1;
+    int executor_fd_ = -1, executor_client_fd_ = -1;
     std::thread thread_;
 };
 

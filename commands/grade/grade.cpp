@@ -637,7 +637,10 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
             std::fill(std::begin(s.device_at), std::end(s.device_at), 0);
         }
         s.worker = start_worker(*s.sandbox, s.spec, s.shm, device_fd);
-        if (s.device) s.device->close_client();  // the worker holds the only client end
+        if (s.device) {
+            start_executor(s.worker, *s.sandbox, s.spec, s.device->executor_end());
+            s.device->close_client();  // the worker and the executor hold the only client ends
+        }
         ++s.starts;
     }
     SharedHeader staged;
@@ -651,8 +654,12 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;
+    // Why a kernel failed is the device's to say (the host only learns that it did).
+    const DeviceServer::Traffic traffic = s.device ? s.device->take_traffic() : DeviceServer::Traffic{};
+    const std::string device_said =
+        traffic.launch_errors.empty() ? "" : "\na kernel failed on the device: " + printable(traffic.launch_errors);
     if (!r.ok) {
-        o.message = crash_message(s, r);
+        o.message = crash_message(s, r) + device_said;
         if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
         return o;
     }
@@ -672,10 +679,12 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         if (said.find("bad_alloc") != std::string::npos || said.find("bad_array_new_length") != std::string::npos)
             o.message += " (an allocation was refused: the submission may hold at most " +
                          std::to_string(s.spec.limits.memory_mb) + " MiB, its memory limit)";
+        o.message += device_said;
         return o;
     }
     o.device_s = r.reply.device_seconds;
-    if (cmd == kRun && s.device) o.message = host_computed(s.device->take_traffic());
+    if (cmd == kRun && !device_said.empty()) o.message = "the call returned, but" + device_said;
+    if (cmd == kRun && s.device && o.message.empty()) o.message = host_computed(traffic);
     if (cmd == kRun && o.message.empty()) o.message = collect(s, *c, staged);
     if (cmd == kRun && o.message.empty()) replay_outputs(*c);
     o.ok = o.message.empty();
@@ -790,7 +799,8 @@ Session reference_session(const Session& sub, const Op& op, const Variant& ref, 
     if (time_call) r.spec.argv.push_back("--time-call");
     r.spec.env = sub.spec.env;
     r.spec.sandboxed = false;
-    r.spec.limits = {.wall_s = 600, .cpus = sub.spec.limits.cpus};  // the same cores as the submission
+    r.spec.limits.wall_s = 600;
+    r.spec.limits.cpus = sub.spec.limits.cpus;  // the same cores as the submission
     r.budget_left = r.spec.limits.wall_s;
     r.shm = make_shared_memory(sub.shm.size);
     return r;
@@ -1091,16 +1101,15 @@ int grade_threads(const GradeOptions& o, const Exercise& x) {
 }
 
 // What every report says before its tests: level, exercise, backend, seed,
-// threads and CPUs, sandbox, the most it can score.
+// threads, sandbox, the most it can score (grade() adds the CPUs once it
+// has chosen them).
 json report_head(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed, const Sandbox& sb) {
-    const int hw = std::max(1u, std::thread::hardware_concurrency());
     const int threads = grade_threads(o, x);
     const bool emulated = b == Backend::cuda_emu;
     json doc = {{"schema", "memwall.grade/1"}, {"level", x.level_id}, {"exercise", x.id},
                 {"backend", to_string(b)}, {"submission", o.submission}, {"op", x.op},
                 {"seed", {{"kind", seed.kind}}}, {"threads", threads},
                 {"max_score", x.correctness_points + (emulated ? 0 : x.speed_points)},
-                {"cpus", cpu_list(emulated ? std::min(hw, kEmulatorThreads) : threads)},
                 {"sandbox", {{"enabled", sb.enabled}, {"cgroups", sb.cgroups}, {"description", sb.describe()}}}};
     if (seed.kind != "secret") doc["seed"]["value"] = seed.value;
     return doc;
@@ -1141,6 +1150,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                          build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
                                   : "compile error, no points:\n" + build.log));
     bool left_behind = false;
+    std::string busy_note;  // the chosen cores were busy with other work
     if (build.ok) {
         Session s;
         s.sandbox = &sb;
@@ -1148,6 +1158,18 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.spec.ro_binds = {build.exe.string()};
         const int worker_threads = emulated ? std::min(hw, kEmulatorThreads) : threads;
         s.spec.env = child_env(worker_threads);
+        // The cores both sides run on: the least busy now that the compiler is done.
+        const CpuChoice cores = quietest_cpus(worker_threads);
+        doc["cpus"] = cpu_list(cores.cpus);
+        if (cores.measured) {
+            json busy = json::object();
+            for (auto& [cpu, load] : cores.busy) busy[std::to_string(cpu)] = std::round(load * 100) / 100;
+            doc["cpu_busy"] = busy;
+            for (auto& [cpu, load] : cores.busy)
+                if (load > 0.25 && std::find(cores.cpus.begin(), cores.cpus.end(), cpu) != cores.cpus.end())
+                    busy_note += (busy_note.empty() ? "" : ", ") + std::to_string(cpu) + " (" +
+                                 fmt("%.0f", load * 100) + "% busy)";
+        }
         if (emulated) {
             // The emulated device memory in this process, reached over kDeviceFd.
             s.device = std::make_unique<DeviceServer>(std::size_t(x.memory_limit_mb) << 20);
@@ -1159,7 +1181,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                          .max_tasks = 64,
                          .cpu_s = wall * worker_threads + 5,
                          .per_process_memory = !(b == Backend::cuda || built_with_asan()),
-                         .cpus = worker_threads};
+                         .cpus = cores.cpus};
         if (b == Backend::cuda && !sb.cgroups) s.spec.limits.memory_mb = 0;
         s.budget_left = wall;
         std::size_t shm = kHeaderBytes;
@@ -1209,14 +1231,17 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         notes.push_back("NOT SANDBOXED (--unsafe-no-sandbox): for local practice only, not a grade to trust");
     if (emulated) {
         notes.push_back("speed is not graded under cuda-emu; " + x.emulated_note);
-        // What emulation can and cannot certify (docs/grading.md): its kernels
-        // run in processes forked from the submission's own.
-        notes.push_back("cuda-emu certifies the values each call left in device memory, that the call launched a "
-                        "kernel and that its host code read no device memory back; not that the kernels computed "
-                        "those values (an emulated kernel can hand data to host code through the submission's own "
-                        "pipes or shared mappings): only a GPU run certifies the kernels");
+        // What emulation can and cannot certify (docs/grading.md).
+        notes.push_back("cuda-emu certifies the values each call left in device memory, that kernels computed them "
+                        "(they run in a process of their own that shares nothing with the host code but device "
+                        "memory) and that the host code read no device memory back; not their speed: only a GPU "
+                        "run certifies that");
     }
     if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
+    if (!busy_note.empty())
+        notes.push_back("other work was running on the CPUs graded on, the least busy there were: " + busy_note +
+                        "; the submission and the reference shared them alike, but the speed ratio is noisier: "
+                        "grade on a quieter machine if it matters");
     if (!notes.empty()) doc["notes"] = notes;
     return doc;
 }

@@ -2,6 +2,7 @@
 // report for people, and Gradescope's results.json
 // ({"score", "output", "tests": [{"name", "score", "max_score", "status",
 // "output", "visibility"}]}).
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -46,8 +47,18 @@ std::string report_text(const json& doc) {
                     ", backend " + doc.value("backend", "") + "\n";
     r += "submission: " + doc.value("submission", "") + "\n";
     r += "seed: " + seed_line(doc) + "\n";
-    r += "threads: " + std::to_string(doc.value("threads", 0)) + " (on CPUs " + doc.value("cpus", "?") +
-         ", the submission and the reference alike)\n";
+    r += "threads: " + std::to_string(doc.value("threads", 0));
+    if (doc.contains("cpus")) {
+        r += " (on CPUs " + doc.value("cpus", "") + ", the submission and the reference alike";
+        if (doc.contains("cpu_busy") && doc["cpu_busy"].is_object()) {
+            std::string loads;
+            for (auto& [cpu, load] : doc["cpu_busy"].items())
+                loads += (loads.empty() ? "" : ", ") + cpu + " " + std::to_string(std::lround(load.get<double>() * 100)) + "%";
+            r += "; the least busy when timing began: " + loads;
+        }
+        r += ")";
+    }
+    r += "\n";
     if (doc.contains("sandbox")) r += "sandbox: " + doc["sandbox"].value("description", "") + "\n";
     r += "\n";
     for (auto& t : doc["tests"]) {

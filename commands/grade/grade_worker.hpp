@@ -3,6 +3,10 @@
 // mw_grade_call() to call the student's function. The grader compiles
 // adapter + submission into one executable and runs it in the sandbox:
 //
+// Under cuda-emu the same executable is also the kernel executor
+// (harness/emu/remote_device.hpp): started with MEMWALL_EMU_EXECUTOR_FD, it
+// serves kernel launches and never reaches the loop below.
+//
 //   loop: read a command byte on fd 4
 //         'R': guard the buffers of the shared mapping (fd 3), call
 //              mw_grade_call() on them
@@ -29,6 +33,11 @@
 #include <string>
 
 #include "commands/grade/grade_protocol.hpp"
+#if defined(MEMWALL_EMU) && MEMWALL_EMU
+#include <cstdlib>
+
+#include "harness/emu/remote_device.hpp"
+#endif
 
 namespace mw::grade {
 
@@ -100,6 +109,12 @@ inline bool write_full(int fd, const void* p, std::size_t n) {
 
 int main() {
     using namespace mw::grade;
+#if defined(MEMWALL_EMU) && MEMWALL_EMU
+    // Under cuda-emu the grader starts this executable twice: as the worker,
+    // and as the kernel executor, which runs launches and nothing else.
+    if (const char* fd = std::getenv(mw::emu::remote::kExecutorVariable); fd && *fd)
+        mw::emu::serve_launches(std::atoi(fd));
+#endif
     struct stat st {};
     if (fstat(kShmFd, &st) != 0) {
         std::fprintf(stderr, "memwall grade worker: no shared mapping on fd %d (run me through memwall grade)\n",

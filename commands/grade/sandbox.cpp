@@ -18,15 +18,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "commands/grade/seccomp.hpp"
 #include "harness/command.hpp"
+#include "harness/emu/remote_device.hpp"
 
 namespace mw::grade {
 using mw::UsageError;
@@ -149,13 +153,46 @@ struct Prepared {
     cpu_set_t cpus{};
 };
 
-// The first `n` CPUs this process may run on.
-cpu_set_t first_cpus(int n) {
-    cpu_set_t own, out;
-    CPU_ZERO(&out);
+// The CPUs this process may run on, ascending.
+std::vector<int> own_cpus() {
+    cpu_set_t own;
     if (sched_getaffinity(0, sizeof own, &own) != 0) throw std::runtime_error("sched_getaffinity failed");
-    for (int c = 0, taken = 0; c < CPU_SETSIZE && taken < n; ++c)
-        if (CPU_ISSET(c, &own)) CPU_SET(c, &out), ++taken;
+    std::vector<int> out;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &own)) out.push_back(c);
+    return out;
+}
+
+cpu_set_t as_set(const std::vector<int>& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    return set;
+}
+
+// Per CPU, from /proc/stat's "cpuN" lines: jiffies busy (user, nice,
+// system, irq, softirq, steal) and in all (idle and iowait too).
+struct CpuJiffies {
+    unsigned long long busy = 0, total = 0;
+};
+std::vector<std::pair<int, CpuJiffies>> read_cpu_jiffies() {
+    std::vector<std::pair<int, CpuJiffies>> out;
+    std::ifstream in("/proc/stat");
+    for (std::string line; std::getline(in, line);) {
+        if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || !std::isdigit(static_cast<unsigned char>(line[3])))
+            continue;
+        std::istringstream f(line.substr(3));
+        int cpu = -1;
+        unsigned long long v[8] = {};
+        f >> cpu;
+        for (auto& x : v) f >> x;
+        if (!f || cpu < 0) continue;
+        CpuJiffies j;
+        j.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        j.total = j.busy + v[3] + v[4];
+        out.emplace_back(cpu, j);
+    }
     return out;
 }
 
@@ -185,7 +222,7 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
         cap = tasks_of(as_nobody ? kNobody : getuid()) + static_cast<rlim_t>(spec.limits.max_tasks);
     Prepared p{ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits, as_nobody, cap,
                sandboxed, OwnedFd(sandboxed ? seccomp_program_fd() : -1)};
-    if (spec.limits.cpus > 0) p.pin = true, p.cpus = first_cpus(spec.limits.cpus);
+    if (!spec.limits.cpus.empty()) p.pin = true, p.cpus = as_set(spec.limits.cpus);
     return p;
 }
 
@@ -587,14 +624,44 @@ std::string Exit::describe(double wall_s, const Limits& limits) const {
     return s.str();
 }
 
-std::string cpu_list(int cpus) {
-    const cpu_set_t set = first_cpus(cpus > 0 ? cpus : CPU_SETSIZE);
+CpuChoice quietest_cpus(int n, double window_s) {
+    const std::vector<int> own = own_cpus();
+    CpuChoice choice;
+    n = std::clamp(n, 1, static_cast<int>(own.size()));
+    const auto before = read_cpu_jiffies();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+    const auto after = read_cpu_jiffies();
+    for (int c : own) {
+        const auto at = [c](const std::vector<std::pair<int, CpuJiffies>>& v) -> const CpuJiffies* {
+            for (auto& [cpu, j] : v)
+                if (cpu == c) return &j;
+            return nullptr;
+        };
+        const CpuJiffies *b = at(before), *a = at(after);
+        if (!b || !a || a->total <= b->total) continue;
+        choice.busy.emplace_back(c, double(a->busy - b->busy) / double(a->total - b->total));
+    }
+    choice.measured = choice.busy.size() == own.size();
+    if (!choice.measured) {  // no /proc/stat (or a CPU missing from it): the first CPUs
+        choice.busy.clear();
+        choice.cpus.assign(own.begin(), own.begin() + n);
+        return choice;
+    }
+    std::vector<std::pair<int, double>> order = choice.busy;
+    // Load in steps of 5%: CPUs within a step of each other tie (the lower number wins).
+    const auto step = [](double busy) { return std::lround(busy * 20); };
+    std::stable_sort(order.begin(), order.end(), [&](auto& x, auto& y) { return step(x.second) < step(y.second); });
+    for (int i = 0; i < n; ++i) choice.cpus.push_back(order[i].first);
+    std::sort(choice.cpus.begin(), choice.cpus.end());
+    return choice;
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
     std::string s;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) {
-            if (!s.empty()) s += ',';
-            s += std::to_string(c);
-        }
+    for (int c : cpus.empty() ? own_cpus() : cpus) {
+        if (!s.empty()) s += ',';
+        s += std::to_string(c);
+    }
     return s;
 }
 
@@ -689,6 +756,25 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
     return w;
 }
 
+void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd) {
+    ChildSpec x = spec;
+    const std::string device_variable = std::string(emu::remote::kFdVariable) + "=";
+    std::erase_if(x.env, [&](const std::string& e) { return e.rfind(device_variable, 0) == 0; });
+    // Its one descriptor is the first after standard error (exec_child keeps 3 .. 3 + n - 1).
+    constexpr int kExecutorFd = 3;
+    x.env.push_back(std::string(emu::remote::kExecutorVariable) + "=" + std::to_string(kExecutorFd));
+    const Prepared p = prepare(sb, x, w.cgroup.get());
+    const int fds[1][2] = {{fd, kExecutorFd}};
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        int lifted[1][2] = {{fcntl(fds[0][0], F_DUPFD, 16), fds[0][1]}};
+        const int lf = fcntl(w.log->fd, F_DUPFD, 16);
+        exec_child(p, w.cgroup.get(), lf, lifted, 1);
+    }
+    w.executor = pid;
+}
+
 namespace {
 
 void close_worker(Worker& w) {
@@ -775,6 +861,12 @@ bool stop_worker(Worker& w) {
             reap(w.pid, {}, w.sandboxed);
         }
         close_worker(w);
+    }
+    if (w.executor >= 0) {  // it holds nothing worth a polite end
+        if (w.cgroup) w.cgroup->thaw();
+        kill_tree(w.executor, w.cgroup.get());
+        reap(w.executor, {}, w.sandboxed);
+        w.executor = -1;
     }
     bool clean = true;
     if (w.cgroup) {

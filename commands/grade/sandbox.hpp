@@ -48,10 +48,10 @@ struct Limits {
     int max_tasks = 0;          // processes + threads (cgroup pids.max); 0 = none
     double cpu_s = 0;           // CPU seconds over every thread and process; 0 = none
     bool per_process_memory = true;  // RLIMIT_AS too (not under ASan or CUDA: huge reservations)
-    // Confine the child to this many CPUs, the first of the grader's own
-    // (sched_setaffinity before exec; the seccomp filter keeps a sandboxed
-    // child from widening it); 0 = all the grader's.
-    int cpus = 0;
+    // Confine the child to exactly these CPUs (sched_setaffinity before exec;
+    // the seccomp filter keeps a sandboxed child from widening it); empty =
+    // all the grader's. A grade picks them with quietest_cpus.
+    std::vector<int> cpus;
     // No child runs above normal priority: untrusted code at nice -20 would
     // starve the machine's other work, the grader's own included.
 };
@@ -148,6 +148,7 @@ void release(SharedMemory& shm);
 // A running worker.
 struct Worker {
     pid_t pid = -1;
+    pid_t executor = -1;  // under cuda-emu: the kernel executor (start_executor)
     int command_fd = -1, reply_fd = -1;
     std::shared_ptr<Log> log;
     std::unique_ptr<Cgroup> cgroup;
@@ -158,6 +159,15 @@ struct Worker {
 // device_fd: under cuda-emu, the socket to the emulated device memory, given
 // to the worker as kDeviceFd (-1: none).
 Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm, int device_fd = -1);
+
+// Under cuda-emu: the kernel executor of worker `w` (harness/emu/
+// remote_device.hpp), `spec` run again with MEMWALL_EMU_EXECUTOR_FD: a
+// sandbox of its own (no /tmp, socket namespace or process of the worker's
+// in sight), in the worker's cgroup (its memory, tasks and CPU time count
+// with the worker's; frozen and killed with it), writing to the worker's
+// log, with `fd` (the device memory's executor end) as its descriptor 3.
+// Stopped with the worker.
+void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd);
 
 // One round trip: send `cmd`, wait up to `timeout_s` for the reply. The
 // worker's cgroup is thawed for the call and frozen again as soon as the
@@ -191,8 +201,21 @@ void guard_folder(const std::string& dir);
 // Returns one line per thing removed.
 std::vector<std::string> cleanup_leftovers();
 
-// The CPUs a child with `cpus` (Limits::cpus) is confined to, as "0,1".
-std::string cpu_list(int cpus);
+// The CPUs a grade runs its submission and its reference on.
+struct CpuChoice {
+    std::vector<int> cpus;                     // the chosen, ascending
+    std::vector<std::pair<int, double>> busy;  // each CPU of the grader's own: fraction busy over the window
+    bool measured = false;                     // false: /proc/stat unreadable, the first CPUs taken
+};
+
+// The `n` CPUs of the grader's own that were least busy over `window_s`
+// (from /proc/stat; ties go to the lower number): a neighbour spinning on
+// one core of two then slows neither side of a one-thread grade, where the
+// first CPUs would put both sides beside it.
+CpuChoice quietest_cpus(int n, double window_s = 0.2);
+
+// `cpus` as "0,1"; empty: every CPU of the grader's own.
+std::string cpu_list(const std::vector<int>& cpus);
 
 // Makes this process non-dumpable (no /proc/<pid>/mem for same-user children).
 void harden_grader();

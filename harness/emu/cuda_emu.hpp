@@ -92,15 +92,24 @@ unsigned active_mask();
 void* dynamic_shared();
 [[noreturn]] void trap(const std::source_location& loc);
 
-// Type-erased launch: the thunk runs the kernel with the launch's arguments.
+// Type-erased launch: the thunk runs the kernel with the launch's arguments
+// (`data`, a tuple of them). A launch that goes to another process (remote:
+// the kernel executor of remote_device.hpp) sends the thunk and the kernel as
+// offsets into the executable and the arguments as bytes: only arguments
+// that are all trivially copyable can go, as on a GPU.
 struct LaunchSpec {
     const void* kernel;  // the kernel's address, for its name and its shared arrays
-    void (*thunk)(const void* data);
+    void (*thunk)(const void* kernel, const void* data);
     const void* data;
+    std::size_t data_bytes;
+    bool data_copyable;
     dim3 grid, block;
     std::size_t smem_bytes;
 };
 void run_launch(const LaunchSpec& spec);
+// Remote: the host's cudaMemcpyToSymbol into a __constant__ or __device__
+// variable (a host global here), so that every launch takes its bytes along.
+void note_symbol_write(const void* at, std::size_t bytes);
 
 // Device memory is plain heap memory, sized exactly, so AddressSanitizer
 // sees a kernel's out-of-bounds access -- unless MEMWALL_EMU_DEVICE_FD names
@@ -126,18 +135,15 @@ template <class T> T from_bits(std::uint64_t u) {
 template <class... KArgs, class... Args>
 void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_bytes, void* /*stream*/,
             Args&&... args) {
-    struct Params {
-        void (*kernel)(KArgs...);
-        std::tuple<std::decay_t<KArgs>...> args;
-    };
+    using Params = std::tuple<std::decay_t<KArgs>...>;
     // Converted to the parameter types once; every CUDA thread then gets its
     // own by-value copy, as on the GPU (a kernel may modify its parameters).
-    const Params params{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
-    auto thunk = [](const void* data) {
-        const Params& p = *static_cast<const Params*>(data);
-        std::apply(p.kernel, p.args);
+    const Params params(std::forward<Args>(args)...);
+    auto thunk = [](const void* k, const void* data) {
+        std::apply(reinterpret_cast<void (*)(KArgs...)>(const_cast<void*>(k)), *static_cast<const Params*>(data));
     };
-    detail::run_launch({reinterpret_cast<const void*>(kernel), +thunk, &params, grid, block, smem_bytes});
+    detail::run_launch({reinterpret_cast<const void*>(kernel), +thunk, &params, sizeof(Params),
+                        (std::is_trivially_copyable_v<std::decay_t<KArgs>> && ...), grid, block, smem_bytes});
 }
 
 }  // namespace mw::emu
@@ -433,6 +439,7 @@ cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t bytes, st
                                cudaMemcpyKind = cudaMemcpyHostToDevice) {
     if (offset + bytes > sizeof(T)) return cudaErrorInvalidValue;
     std::memcpy(reinterpret_cast<char*>(&symbol) + offset, src, bytes);
+    ::mw::emu::detail::note_symbol_write(reinterpret_cast<char*>(&symbol) + offset, bytes);
     return cudaSuccess;
 }
 template <class T>

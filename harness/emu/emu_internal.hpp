@@ -39,8 +39,10 @@ cudaError_t remote_malloc(void** ptr, std::size_t bytes);
 cudaError_t remote_free(void* ptr);
 cudaError_t remote_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 cudaError_t remote_set(void* dst, int value, std::size_t bytes);
-// Runs `run` (a launch's blocks) in a forked child that holds every
-// allocation at its address for the time of the kernel; throws LaunchError.
-void remote_launch(const std::function<void()>& run);
+// Sends the launch to the kernel executor (remote_device.hpp) through the
+// device memory's process and waits for it; throws LaunchError.
+void remote_launch(const LaunchSpec& spec);
+// Runs a launch's blocks in this process (the scheduler).
+void run_launch_here(const LaunchSpec& spec);
 
 }  // namespace mw::emu::detail

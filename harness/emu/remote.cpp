@@ -1,15 +1,18 @@
-// cuda-emu's client of device memory held by another process
-// (remote_device.hpp says why and how): allocations, copies and sets are
-// requests on the socket; a launch runs in a forked child that maps every
-// allocation into the arena, fetches it, runs the kernel and writes it back.
+// cuda-emu's client of device memory held by another process, and the
+// kernel executor that runs its launches (remote_device.hpp says why and
+// how): allocations, copies, sets and launches are requests on the socket;
+// the executor maps every allocation at its address in a forked child, runs
+// the kernel there and sends every allocation back.
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -53,51 +56,24 @@ cudaError_t exchange(const r::Request& q, const void* out, void* in, r::Response
     return static_cast<cudaError_t>(got.status);
 }
 
-std::vector<r::Extent> list_allocations() {
-    std::lock_guard lk(wire_m);
-    const int fd = device_fd();
-    r::Request q;
-    q.op = r::kList;
-    r::Response got;
-    if (wire_broken || !r::send_all(fd, &q, sizeof q) || !r::recv_all(fd, &got, sizeof got) || got.status != 0 ||
-        got.bytes > (std::size_t(1) << 20))
-        throw LaunchError("cuda-emu: the device memory's process did not list its allocations");
-    std::vector<r::Extent> all(got.bytes);
-    if (!all.empty() && !r::recv_all(fd, all.data(), all.size() * sizeof(r::Extent)))
-        throw LaunchError("cuda-emu: the device memory's process did not list its allocations");
-    return all;
-}
-
 bool in_arena(const void* p, std::size_t bytes) { return r::in_arena(reinterpret_cast<std::uintptr_t>(p), bytes); }
 
-// In the kernel's process: every allocation mapped at its address (its
-// slot's pages; the page after stays unmapped) and filled from the server.
-void fetch_all(const std::vector<r::Extent>& all) {
-    for (auto& e : all) {
-        if (e.bytes == 0) continue;  // nothing to map: an access faults, as past the end of any allocation
-        if (!r::in_arena(e.addr, e.bytes)) throw LaunchError("cuda-emu: an allocation outside the device arena");
-        const std::uintptr_t page = e.addr / r::kPage * r::kPage;
-        const std::size_t len = (e.addr + (e.bytes ? e.bytes : 1) + r::kPage - 1) / r::kPage * r::kPage - page;
-        void* at = reinterpret_cast<void*>(page);
-        if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != at)
-            throw LaunchError("cuda-emu: cannot map device memory in the kernel's process (something of the "
-                              "program's own is mapped at a device address)");
-        r::Request q;
-        q.op = r::kRead, q.addr = e.addr, q.bytes = e.bytes;
-        if (exchange(q, nullptr, reinterpret_cast<void*>(e.addr)) != cudaSuccess)
-            throw LaunchError("cuda-emu: cannot read device memory from its process");
-    }
+// Where this executable is loaded: code addresses cross the wire as offsets
+// from it (the host and the executor run the same file, each at its own base).
+std::uintptr_t module_base() {
+    static const std::uintptr_t base = [] {
+        Dl_info info{};
+        if (!dladdr(reinterpret_cast<void*>(&mw::emu::serve_launches), &info) || !info.dli_fbase)
+            throw LaunchError("cuda-emu: cannot find where the executable is loaded");
+        return reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+    }();
+    return base;
 }
 
-void store_all(const std::vector<r::Extent>& all) {
-    for (auto& e : all) {
-        if (e.bytes == 0) continue;
-        r::Request q;
-        q.op = r::kWrite, q.addr = e.addr, q.bytes = e.bytes;
-        if (exchange(q, reinterpret_cast<const void*>(e.addr), nullptr) != cudaSuccess)
-            throw LaunchError("cuda-emu: cannot write device memory back to its process");
-    }
-}
+// The host's cudaMemcpyToSymbol ranges (address -> bytes): each launch takes
+// their current bytes along.
+std::mutex symbols_m;
+std::map<std::uintptr_t, std::size_t> symbols;
 
 }  // namespace
 
@@ -140,32 +116,133 @@ cudaError_t remote_set(void* dst, int value, std::size_t bytes) {
     return exchange(q, nullptr, nullptr);
 }
 
-void remote_launch(const std::function<void()>& run) {
-    std::fflush(nullptr);  // nothing buffered now is written twice
+void note_symbol_write(const void* at, std::size_t bytes) {
+    if (!remote_device() || bytes == 0) return;
+    std::lock_guard lk(symbols_m);
+    std::size_t& b = symbols[reinterpret_cast<std::uintptr_t>(at)];
+    b = std::max(b, bytes);
+}
+
+void remote_launch(const LaunchSpec& spec) {
+    if (!spec.data_copyable)
+        throw LaunchError("cuda-emu: a kernel argument that is not trivially copyable cannot be sent to the device");
+    const std::uintptr_t base = module_base();
+    r::LaunchHeader h;
+    h.thunk = reinterpret_cast<std::uintptr_t>(spec.thunk) - base;
+    h.kernel = reinterpret_cast<std::uintptr_t>(spec.kernel) - base;
+    h.data_bytes = spec.data_bytes;
+    h.smem_bytes = spec.smem_bytes;
+    const unsigned g[3] = {spec.grid.x, spec.grid.y, spec.grid.z}, b[3] = {spec.block.x, spec.block.y, spec.block.z};
+    std::copy(g, g + 3, h.grid), std::copy(b, b + 3, h.block);
+    std::vector<unsigned char> msg(sizeof h + spec.data_bytes);
+    std::memcpy(msg.data() + sizeof h, spec.data, spec.data_bytes);
+    {
+        std::lock_guard lk(symbols_m);
+        for (auto& [at, bytes] : symbols) {
+            const r::SymbolWrite w{at - base, bytes};
+            const auto* p = reinterpret_cast<const unsigned char*>(&w);
+            msg.insert(msg.end(), p, p + sizeof w);
+            const auto* v = reinterpret_cast<const unsigned char*>(at);
+            msg.insert(msg.end(), v, v + bytes);
+        }
+        h.n_symbols = static_cast<std::uint32_t>(symbols.size());
+    }
+    std::memcpy(msg.data(), &h, sizeof h);
+    if (msg.size() > r::kMaxLaunchBytes)
+        throw LaunchError("cuda-emu: a launch's arguments and __constant__ symbols come to " +
+                          std::to_string(msg.size()) + " bytes, more than the " +
+                          std::to_string(r::kMaxLaunchBytes) + " the device takes");
+    r::Request q;
+    q.op = r::kLaunch, q.bytes = msg.size();
+    const cudaError_t e = exchange(q, msg.data(), nullptr);
+    if (e != cudaSuccess)
+        throw LaunchError(std::string("cuda-emu: the kernel failed on the device (") + cudaGetErrorString(e) +
+                          "); the device's own report says why");
+}
+
+}  // namespace mw::emu::detail
+
+// --- the kernel executor -----------------------------------------------------------
+
+namespace mw::emu {
+
+namespace {
+
+namespace r = ::mw::emu::remote;
+
+// Bounded reads out of a launch message.
+struct Reader {
+    const unsigned char* p;
+    std::size_t left;
+    template <class T> bool get(T& v) { return take(&v, sizeof v); }
+    bool take(void* to, std::size_t n) {
+        if (n > left) return false;
+        std::memcpy(to, p, n), p += n, left -= n;
+        return true;
+    }
+    const unsigned char* skip(std::size_t n) {
+        if (n > left) return nullptr;
+        const unsigned char* at = p;
+        p += n, left -= n;
+        return at;
+    }
+};
+
+// In the launch's child: the host's __constant__ bytes into this process's
+// copies of the symbols, then the kernel. "" on success, else why not.
+std::string run_child(const std::vector<unsigned char>& launch) {
+    const std::uintptr_t base = detail::module_base();
+    Reader in{launch.data(), launch.size()};
+    r::LaunchHeader h;
+    const unsigned char* data = nullptr;
+    if (!in.get(h) || !(data = in.skip(h.data_bytes))) return "cuda-emu: a malformed launch";
+    for (std::uint32_t i = 0; i < h.n_symbols; ++i) {
+        r::SymbolWrite w;
+        const unsigned char* bytes = nullptr;
+        if (!in.get(w) || !(bytes = in.skip(w.bytes))) return "cuda-emu: a malformed launch";
+        std::memcpy(reinterpret_cast<void*>(base + w.offset), bytes, w.bytes);
+    }
+    // A copy aligned for any argument type.
+    std::vector<std::max_align_t> args(h.data_bytes / sizeof(std::max_align_t) + 1);
+    std::memcpy(args.data(), data, h.data_bytes);
+    detail::LaunchSpec spec{reinterpret_cast<const void*>(base + h.kernel),
+                            reinterpret_cast<void (*)(const void*, const void*)>(base + h.thunk),
+                            args.data(),
+                            h.data_bytes,
+                            true,
+                            dim3(h.grid[0], h.grid[1], h.grid[2]),
+                            dim3(h.block[0], h.block[1], h.block[2]),
+                            h.smem_bytes};
+    try {
+        detail::run_launch_here(spec);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// Runs one launch in a forked child over allocations mapped shared at their
+// addresses; returns the reply (and leaves the allocations holding the
+// kernel's writes on success).
+r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, std::string& message) {
+    std::fflush(nullptr);
     int err[2];
-    if (pipe(err) != 0) throw LaunchError("cuda-emu: cannot start the kernel's process (pipe)");
+    r::LaunchReply reply;
+    reply.status = r::kLaunchFailure;
+    if (pipe(err) != 0) return message = "cuda-emu: cannot start the kernel's process (pipe)", reply;
     const pid_t child = fork();
     if (child < 0) {
         close(err[0]), close(err[1]);
-        throw LaunchError("cuda-emu: cannot start the kernel's process (fork)");
+        return message = "cuda-emu: cannot start the kernel's process (fork)", reply;
     }
     if (child == 0) {
         close(err[0]);
-        std::string message;
-        try {
-            const auto all = list_allocations();
-            fetch_all(all);
-            run();
-            store_all(all);
-        } catch (const std::exception& e) {
-            message = e.what();
-        }
+        const std::string m = run_child(launch);
         std::fflush(nullptr);
-        if (!message.empty()) (void)!::write(err[1], message.data(), std::min<std::size_t>(message.size(), 4000));
-        _exit(message.empty() ? 0 : 1);
+        if (!m.empty()) (void)!::write(err[1], m.data(), std::min(m.size(), r::kMaxMessageBytes));
+        _exit(m.empty() ? 0 : 1);
     }
     close(err[1]);
-    std::string message;
     char buf[512];
     for (ssize_t k; (k = ::read(err[0], buf, sizeof buf)) != 0;) {
         if (k < 0 && errno == EINTR) continue;
@@ -177,17 +254,54 @@ void remote_launch(const std::function<void()>& run) {
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFSIGNALED(status)) {
-        // The child may have died mid-message: the wire cannot be trusted again.
-        std::lock_guard lk(wire_m);
-        wire_broken = true;
         const int sig = WTERMSIG(status);
-        throw LaunchError(std::string("cuda-emu: the kernel's process died of ") + strsignal(sig) +
-                          (sig == SIGSEGV || sig == SIGBUS
-                               ? " (an access outside device memory, as a GPU's illegal address)"
-                               : sig == SIGKILL ? " (killed: a memory or process limit?)" : ""));
+        message = std::string("cuda-emu: the kernel's process died of ") + strsignal(sig) +
+                  (sig == SIGSEGV || sig == SIGBUS ? " (an access outside device memory, as a GPU's illegal address)"
+                   : sig == SIGKILL              ? " (killed: a memory or process limit?)"
+                                                 : "");
+    } else if (message.empty() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+        message = "cuda-emu: the kernel's process failed";
     }
-    if (!message.empty()) throw LaunchError(message);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw LaunchError("cuda-emu: the kernel's process failed");
+    if (message.empty()) reply.status = 0;
+    message.resize(std::min(message.size(), r::kMaxMessageBytes));
+    reply.message_bytes = static_cast<std::uint32_t>(message.size());
+    return reply;
 }
 
-}  // namespace mw::emu::detail
+}  // namespace
+
+[[noreturn]] void serve_launches(int fd) {
+    for (;;) {
+        std::uint64_t launch_bytes = 0, count = 0;
+        if (!r::recv_all(fd, &launch_bytes, sizeof launch_bytes) || launch_bytes > r::kMaxLaunchBytes) _exit(0);
+        std::vector<unsigned char> launch(launch_bytes);
+        if (!r::recv_all(fd, launch.data(), launch.size()) || !r::recv_all(fd, &count, sizeof count) ||
+            count > (std::size_t(1) << 16))
+            _exit(0);
+        std::vector<r::Extent> all(count);
+        if (count && !r::recv_all(fd, all.data(), count * sizeof(r::Extent))) _exit(0);
+        // Every allocation at its address, shared with the launch's child
+        // (the page after each stays unmapped: an access past the end faults).
+        std::vector<std::pair<void*, std::size_t>> maps;
+        std::string message;
+        for (auto& e : all) {
+            if (e.bytes == 0) continue;
+            if (!r::in_arena(e.addr, e.bytes)) _exit(1);
+            const std::uintptr_t page = e.addr / r::kPage * r::kPage;
+            const std::size_t len = (e.addr + e.bytes + r::kPage - 1) / r::kPage * r::kPage - page;
+            void* at = reinterpret_cast<void*>(page);
+            if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != at)
+                _exit(1);  // something of this process's own at a device address
+            maps.emplace_back(at, len);
+            if (!r::recv_all(fd, reinterpret_cast<void*>(e.addr), e.bytes)) _exit(0);
+        }
+        const r::LaunchReply reply = run_launch_in_child(launch, message);
+        bool sent = r::send_all(fd, &reply, sizeof reply) && r::send_all(fd, message.data(), message.size());
+        for (auto& e : all)
+            if (sent && reply.status == 0 && e.bytes) sent = r::send_all(fd, reinterpret_cast<void*>(e.addr), e.bytes);
+        for (auto& [at, len] : maps) munmap(at, len);
+        if (!sent) _exit(0);
+    }
+}
+
+}  // namespace mw::emu

@@ -7,10 +7,17 @@
 // lift again. With MEMWALL_EMU_DEVICE_FD=<fd> in the environment the client
 // keeps none of it: device addresses lie in an arena where the client maps
 // nothing (a host dereference faults, as on a GPU), cudaMemcpy and cudaMemset are
-// requests on the socket (the PCIe bus), and each kernel launch runs in a
-// forked child that fetches every allocation into the arena, runs the kernel
-// and writes every allocation back. Whatever the host process does to its own
-// memory, the device's contents are only what copies and kernels put there.
+// requests on the socket (the PCIe bus), and a kernel launch is a request too:
+// the kernel (an offset into the executable), its argument bytes and the
+// bytes of every __constant__ symbol the host has set. The server hands it,
+// with every allocation, to the kernel executor: the same executable started
+// by the server with MEMWALL_EMU_EXECUTOR_FD=<fd> (serve_launches), which
+// never runs host code and shares nothing with the host's process but what
+// the server relays. It runs each launch in a forked child that maps every
+// allocation at its address, and sends every allocation back. Whatever the
+// host process does to its own memory, the device's contents are only what
+// copies and kernels put there, and all the host learns of a kernel is
+// whether it succeeded (a failure is sticky, as a GPU context's is).
 //
 // The arena is at a fixed address, so that the server hands out addresses
 // the client can map and the grader can pass device pointers in a call.
@@ -39,7 +46,38 @@ enum Op : std::uint32_t {
     kRead,       // addr, bytes -> then `bytes` bytes of payload
     kSet,        // addr, bytes, value
     kCopy,       // addr (to), from, bytes
-    kList,       // -> bytes = count, then count Extents
+    kList,       // retired (launches went through the host); answered kInvalidValue
+    kLaunch,     // bytes: then `bytes` of launch (LaunchHeader, arguments, symbol writes)
+};
+
+constexpr const char* kExecutorVariable = "MEMWALL_EMU_EXECUTOR_FD";
+// A launch message's most bytes: arguments (4 KiB on a GPU, 32 KiB since
+// Volta) and __constant__ symbols (64 KiB on every GPU), with room.
+constexpr std::size_t kMaxLaunchBytes = std::size_t(1) << 20;
+constexpr std::size_t kMaxMessageBytes = 4096;  // a failed launch's message
+constexpr std::int32_t kLaunchFailure = 719;      // cudaErrorLaunchFailure
+
+// A launch, as the host sends it. Code addresses are offsets from the
+// executable's base (the host and the executor run the same executable, each
+// at its own address).
+struct LaunchHeader {
+    std::uint64_t thunk = 0, kernel = 0;
+    std::uint64_t data_bytes = 0;  // argument bytes after the header
+    std::uint64_t smem_bytes = 0;
+    std::uint32_t grid[3] = {}, block[3] = {};
+    std::uint32_t n_symbols = 0, pad = 0;  // then n_symbols of (SymbolWrite, its bytes)
+};
+struct SymbolWrite {
+    std::uint64_t offset = 0, bytes = 0;
+};
+
+// Server to executor: u64 launch bytes, the launch as the host sent it, u64
+// count, count Extents, then each allocation's bytes in that order.
+// Executor to server: a LaunchReply, message_bytes of message, then (status
+// 0) each allocation's bytes in the same order.
+struct LaunchReply {
+    std::int32_t status = 0;
+    std::uint32_t message_bytes = 0;
 };
 
 struct Request {
@@ -96,3 +134,10 @@ inline bool recv_all(int fd, void* data, std::size_t n) {
 }
 
 }  // namespace mw::emu::remote
+
+namespace mw::emu {
+// The kernel executor's loop (remote.cpp): serves launches on `fd` until the
+// server closes it, then exits the process. Called by the grade worker's
+// main() when MEMWALL_EMU_EXECUTOR_FD is set, before any host code of its own.
+[[noreturn]] void serve_launches(int fd);
+}  // namespace mw::emu

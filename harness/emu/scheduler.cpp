@@ -247,7 +247,7 @@ void fiber_entry(fc::transfer_t t) {
     __sanitizer_finish_switch_fiber(nullptr, &w.sched_stack_lo, &w.sched_stack_size);
 #endif
     try {
-        w.spec->thunk(w.spec->data);
+        w.spec->thunk(w.spec->kernel, w.spec->data);
     } catch (const Unwind&) {
     } catch (const std::exception& e) {
         fail(w, f, std::string("exception thrown in the kernel: ") + e.what());
@@ -635,9 +635,7 @@ void trap(const std::source_location& loc) {
     throw Unwind{};
 }
 
-void run_launch(const LaunchSpec& spec) {
-    if (tl_worker && tl_worker->current)
-        throw LaunchError("cuda-emu: a kernel launched another kernel (dynamic parallelism is not emulated)");
+void run_launch_here(const LaunchSpec& spec) {
     const KernelInfo& info = kernel_info(spec.kernel);
     validate(spec, info);
     const unsigned long long blocks = 1ull * spec.grid.x * spec.grid.y * spec.grid.z;
@@ -672,8 +670,14 @@ void run_launch(const LaunchSpec& spec) {
         else pool().run(work, nworkers - 1);
         if (first_error) std::rethrow_exception(first_error);
     };
-    if (remote_device()) return remote_launch(run_blocks);  // device memory lives in another process
     run_blocks();
+}
+
+void run_launch(const LaunchSpec& spec) {
+    if (tl_worker && tl_worker->current)
+        throw LaunchError("cuda-emu: a kernel launched another kernel (dynamic parallelism is not emulated)");
+    if (remote_device()) return remote_launch(spec);  // device memory and the kernel in other processes
+    run_launch_here(spec);
 }
 
 }  // namespace mw::emu::detail

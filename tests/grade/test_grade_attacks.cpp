@@ -222,7 +222,10 @@ TEST(GradeAttack, BackgroundThreadsAreChargedAndStopped) {
 // before it reads it gives host code the inputs or a way to the outputs the
 // grader reads. Through the runtime's copies it can reach them: a call that
 // launches no kernel, or whose host code reads device memory back, computed
-// on the host and earns nothing.
+// on the host and earns nothing. Kernels run in the kernel executor, which
+// shares nothing with the host but device memory: a kernel cannot hand the
+// host its inputs through a mapping of the host's, and a host that forges
+// the wire's requests itself reads as the host.
 struct Small {
     Control control;
     const char* exercise;
@@ -249,7 +252,11 @@ INSTANTIATE_TEST_SUITE_P(
                     Small{{"attack_host_only.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"},
                     Small{{"attack_emu_lift_protection.cu", "launched no kernel", 0, kEmu}, "gemm-cuda"},
                     Small{{"attack_host_copies.cu", "bytes of device memory during the call", 0, kEmu}, "gemm-cuda"},
-                    Small{{"attack_emu_unset_environment.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"}),
+                    Small{{"attack_emu_unset_environment.cu", "SIGSEGV", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_shared_mapping.cu", "kernel's process died of Segmentation fault", 0, kEmu},
+                          "gemm-cuda"},
+                    Small{{"attack_emu_forged_fetch.cu", "bytes of device memory during the call", 0, kEmu},
+                          "gemm-cuda"}),
     [](const testing::TestParamInfo<Small>& i) {
         std::string n = i.param.control.file.substr(0, i.param.control.file.find('.'));
         for (char& c : n)
@@ -321,9 +328,38 @@ TEST(GradeAttack, TheSubmissionRunsOnTheCpusItIsGradedOn) {
     EXPECT_NE(failures(r.doc).find("CPUS 1"), std::string::npos) << failures(r.doc);
     cpu_set_t own;
     ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+    const std::string cpus = r.doc.value("cpus", "");
+    ASSERT_FALSE(cpus.empty() || cpus.find(',') != std::string::npos) << "one CPU, named: " << r.doc.dump(2);
+    EXPECT_TRUE(CPU_ISSET(std::stoi(cpus), &own)) << "one of the grader's own: " << r.doc.dump(2);
+}
+
+// A neighbour spinning on one core: a one-thread grade runs both sides on
+// another, and the report says how busy each core was.
+TEST(GradeAttack, AOneThreadGradeAvoidsABusyCore) {
+    cpu_set_t own;
+    ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+    if (CPU_COUNT(&own) < 2) GTEST_SKIP() << "needs two CPUs to choose between";
     int first = 0;
     while (!CPU_ISSET(first, &own)) ++first;
-    EXPECT_EQ(r.doc.value("cpus", ""), std::to_string(first)) << r.doc.dump(2);  // the first of the grader's own
+    const pid_t spinner = fork();
+    ASSERT_GE(spinner, 0);
+    if (spinner == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        sched_setaffinity(0, sizeof one, &one);
+        for (;;) __asm__ volatile("");
+    }
+    const GradeRun r = grade_level("01", "--submission " + kSource +
+                                             "/levels/01-vectorization/exercise/gemm_cpu.cpp --seed 13 --threads 1");
+    kill(spinner, SIGKILL);
+    waitpid(spinner, nullptr, 0);
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string cpus = r.doc.value("cpus", "");
+    ASSERT_FALSE(cpus.empty()) << r.doc.dump(2);
+    EXPECT_NE(std::stoi(cpus), first) << "graded beside the spinner: " << r.doc.dump(2);
+    ASSERT_TRUE(r.doc.contains("cpu_busy")) << r.doc.dump(2);
+    EXPECT_GT(r.doc["cpu_busy"].value(std::to_string(first), 0.0), 0.8) << r.doc.dump(2);
 }
 
 TEST(GradeAttack, TheInstructorsSolutionCannotBeIncluded) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/grade/grade.hpp"
 #include "commands/grade/keyed_seed.hpp"
 #include "commands/grade/sandbox.hpp"
 #include "commands/grade/sanitize.hpp"
@@ -46,6 +47,17 @@ TEST(GradeSandbox, BlasIsFoundAtAnyDepth) {
                                                r + "/lib/python3/dist-packages/numpy.libs/libscipy_openblas64_-ff651d7f.so",
                                                r + "/lib/x86_64-linux-gnu/other/libMKL_rt.so.2"}));  // any case
     fs::remove_all(root);
+}
+
+// The text report names the cores graded on and how busy each core was.
+TEST(GradeText, TheReportSaysHowBusyEachCoreWas) {
+    const nlohmann::json doc = {{"level", "01"}, {"exercise", "gemm-cpu"}, {"seed", {{"kind", "practice"}, {"value", 1}}},
+                                {"threads", 1}, {"cpus", "1"},
+                                {"cpu_busy", {{"0", 0.97}, {"1", 0.02}}}, {"tests", nlohmann::json::array()},
+                                {"score", 0}, {"max_score", 100}};
+    const std::string text = mw::grade::report_text(doc);
+    EXPECT_NE(text.find("threads: 1 (on CPUs 1,"), std::string::npos) << text;
+    EXPECT_NE(text.find("0 97%, 1 2%"), std::string::npos) << text;
 }
 
 TEST(GradeSeed, IsHmacSha256OfTheKeyAndTheCall) {

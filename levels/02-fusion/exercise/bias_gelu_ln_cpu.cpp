@@ -19,8 +19,8 @@
 // libm tanh per element. Correct, and far from the memory roof.
 //
 // Grading: correctness on odd shapes (1, 7, 33, 127, 129, 4097 wide, ...)
-// with fresh inputs on every call, then speed at rows=2048, hidden=4096 on 2
-// threads relative to the project's "fused" rung
+// with fresh inputs on every call, then speed at rows=2048, hidden=4096 on 1
+// thread relative to the project's "fused" rung
 // (optimized/fusion/bias_gelu_ln_fused.cpp). Check yourself with:
 //     memwall grade 02 --submission levels/02-fusion/exercise/bias_gelu_ln_cpu.cpp --seed 1
 // The lesson's first three steps are the road map: make the math cheap, then

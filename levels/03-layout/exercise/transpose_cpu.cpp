@@ -20,7 +20,7 @@
 //
 // Grading: correctness on odd shapes (1x1, 7x7, 31x33, 33x31, 127x129,
 // 129x127: tiles that do not divide the matrix) with fresh inputs on every
-// call, then speed at rows=4096, cols=4096 on 2 threads relative to the
+// call, then speed at rows=4096, cols=4096 on 1 thread relative to the
 // project's "blocked" rung (optimized/layout/transpose_blocked.cpp). Check
 // yourself with:
 //     memwall grade 03 --submission levels/03-layout/exercise/transpose_cpu.cpp --seed 1

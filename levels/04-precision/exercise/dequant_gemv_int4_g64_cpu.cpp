@@ -29,7 +29,7 @@
 // Grading: correctness on odd shapes (n_in = 1, 7, 33, 129, 1000, 4097 ...,
 // b = 1..5) with fresh weights on every call, then speed at n_out = 8192,
 // n_in = 8192, b = 1 (32 MiB of INT4 weights: more than a 32 MiB L3 holds
-// with everything else) on 2 threads relative to the project's int4_g64_sym
+// with everything else) on 1 thread relative to the project's int4_g64_sym
 // rung (optimized/precision/gemv_q_int4.cpp). Only the call is timed; packing
 // the weights is the grader's business. Check yourself with:
 //     memwall grade 04 --submission levels/04-precision/exercise/dequant_gemv_int4_g64_cpu.cpp --seed 1

@@ -23,7 +23,7 @@
 // — the same Block calls on the same inputs give the same bits; the loss is
 // the double-precision sum of y * dy in index order, rounded to float once
 // (mw::checkpointing's begin_backward does that; you may copy it). (2) At
-// the speed shape (16 blocks, 1024 tokens) the worker may hold at most the
+// the speed shape (16 blocks, 2048 tokens) the worker may hold at most the
 // level's memory_limit_mb over all its processes: storing every block's
 // activations does not fit, keeping a block input per segment of ~sqrt(L)
 // blocks does. (3) Time, relative to store_all.

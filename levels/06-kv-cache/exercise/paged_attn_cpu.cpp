@@ -28,7 +28,7 @@
 // exactly those rows; for int8, over code x scale) on odd shapes: lengths
 // never a whole number of blocks, hd from 1 to 128, MHA, GQA and MQA. Then
 // speed at b = 4, 32 query heads on 8 kv heads, hd 128, sequences of up to
-// 4096 positions (84 MB of fp32 cache, more than the L3), on 2 threads,
+// 4096 positions (84 MB of fp32 cache, more than the L3), on 1 thread,
 // relative to the project's blocks rung
 // (optimized/kv_cache/paged_attn_blocks.cpp).
 //

@@ -21,8 +21,8 @@
 //
 // Correctness is judged against the op's fp64 oracle on odd shapes (one
 // token, widths that end inside a vector, one expert, k = 1 to 3, a skewed
-// router). Then speed at T = 1024, d = 512, d_ff = 1408, E = 32, k = 2 on 2
-// threads (277 MB of expert weights, of which each token needs 2/32),
+// router). Then speed at T = 2048, d = 512, d_ff = 352, E = 64, k = 2 on 1
+// thread (138 MB of expert weights, of which each token needs 2/64),
 // relative to the project's sorted_grouped rung
 // (optimized/moe/moe_layer_sorted_grouped.cpp: full speed marks need a fair
 // share of its rate, see level.json).
@@ -31,7 +31,7 @@
 // (reference/moe/moe_layer.cpp, lesson 08's step 0). Every expert runs on
 // every token as a dense layer, with the project's packed SIMD GEMM, and the
 // routing is a mask: a token's result from an expert it did not choose is
-// multiplied by zero. At the speed shape that is E / k = 16 times the useful
+// multiplied by zero. At the speed shape that is E / k = 32 times the useful
 // FLOPs. Keep the signature exactly as it is. The grader compiles this file
 // (plus its own driver) with
 //     g++ -std=c++20 -O3 -march=native -fopenmp
