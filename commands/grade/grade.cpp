@@ -523,7 +523,9 @@ std::string stage(Session& s, CallData& c) {
         const std::size_t bytes = all[i]->size_bytes(), span = area_bytes(bytes);
         std::memset(s.shm.base + area, kCanary, span + kPage);
         h.offset[i] = buffer_start(area, bytes), h.bytes[i] = bytes;
-        std::memcpy(s.shm.base + h.offset[i], all[i]->data.get(), bytes);
+        // Under cuda-emu the buffers live in device memory alone: a copy
+        // here would hand host code the inputs (the worker maps this file).
+        if (!s.device) std::memcpy(s.shm.base + h.offset[i], all[i]->data.get(), bytes);
         area += span + kPage;
     }
     for (auto& [name, v] : p.shape.axes) {

@@ -256,7 +256,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Small{{"attack_emu_shared_mapping.cu", "kernel's process died of Segmentation fault", 0, kEmu},
                           "gemm-cuda"},
                     Small{{"attack_emu_forged_fetch.cu", "bytes of device memory during the call", 0, kEmu},
-                          "gemm-cuda"}),
+                          "gemm-cuda"},
+                    Small{{"attack_emu_shared_inputs.cu", "elements outside", 0, kEmu}, "gemm-cuda"}),
     [](const testing::TestParamInfo<Small>& i) {
         std::string n = i.param.control.file.substr(0, i.param.control.file.find('.'));
         for (char& c : n)
