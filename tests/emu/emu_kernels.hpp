@@ -45,7 +45,8 @@ void global_out_of_bounds();          // writes one past a cudaMalloc'd buffer (
 void dynamic_shared_out_of_bounds();  // reads one past smem_bytes (ASan only)
 void reads_uninitialised_static_shared(std::vector<float>& out);  // no throw: NaN shows up
 
-// Tensor-core wrappers (kernels/cuda/tensor_core.cuh), one warp.
+// Tensor-core wrappers (kernels/cuda/tensor_core.cuh), one warp (tensor_core.cu,
+// also compiled by nvcc for the GPU: tests/tensor_core).
 // mma_tile: D = A B + C for A [16][16], B [16][8] (16-bit bits: bf16, or f16
 // with f16 = true), C [16][8]; each lane builds its fragments by the PTX
 // layouts, or with wrong_fragment its A fragment's a[1] and a[2] swapped.

@@ -1,7 +1,10 @@
-// cuda-emu test kernels of the tensor-core wrappers (kernels/cuda/tensor_core.cuh):
+// Test kernels of the tensor-core wrappers (kernels/cuda/tensor_core.cuh):
 // one warp. Each lane builds its fragments from global memory by the PTX
 // ISA's layouts (or, planted, by a wrong one), or loads them with ldmatrix
-// from shared memory, as a tensor-core GEMM does.
+// from shared memory, as a tensor-core GEMM does. Compiled twice: as C++
+// through the emulator here (EmuTensorCore.*), and by nvcc for the GPU in
+// tests/tensor_core (TensorCoreCuda.*); both runs make the checks of
+// tensor_core_cases.hpp.
 #include <cstdint>
 #include <vector>
 

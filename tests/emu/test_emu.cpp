@@ -12,6 +12,7 @@
 
 #include "harness/emu/cuda_emu.hpp"
 #include "tests/emu/emu_kernels.hpp"
+#include "tests/emu/tensor_core_cases.hpp"
 
 namespace {
 
@@ -274,65 +275,15 @@ TEST(EmuHalf, ConversionsRoundToNearestEven) {
 }
 
 // --- tensor cores (kernels/cuda/tensor_core.cuh) ---------------------------------------------
+// The checks live in tensor_core_cases.hpp: TensorCoreCuda.* (tests/tensor_core) runs the
+// same ones on a GPU, with the same kernels (tensor_core.cu) compiled by nvcc.
 
-// Random 16-bit values (bf16 or f16 bits) and their values as doubles.
-std::vector<std::uint16_t> halves(std::size_t n, unsigned seed, bool f16, std::vector<double>& value) {
-    const auto x = random_vector(n, seed, -2.0f, 2.0f);
-    std::vector<std::uint16_t> bits(n);
-    value.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        bits[i] = f16 ? __half_as_ushort(__float2half(x[i])) : __bfloat16_as_ushort(__float2bfloat16(x[i]));
-        value[i] = f16 ? __half2float(__ushort_as_half(bits[i])) : __bfloat162float(__ushort_as_bfloat16(bits[i]));
-    }
-    return bits;
-}
+TEST(EmuTensorCore, MmaFollowsThePtxFragmentLayouts) { mw::test::tensor_core::check_mma_follows_the_ptx_layouts(); }
 
-// max |got - (A B + C)| over the 16 x 8 tile, in fp64.
-double mma_error(const std::vector<float>& got, const std::vector<double>& A, const std::vector<double>& B,
-                 const std::vector<float>& C) {
-    double worst = 0;
-    for (int m = 0; m < 16; ++m)
-        for (int n = 0; n < 8; ++n) {
-            double want = C[m * 8 + n];
-            for (int k = 0; k < 16; ++k) want += A[m * 16 + k] * B[k * 8 + n];
-            worst = std::max(worst, std::abs(got[m * 8 + n] - want));
-        }
-    return worst;
-}
-
-TEST(EmuTensorCore, MmaFollowsThePtxFragmentLayouts) {
-    for (const bool f16 : {false, true}) {
-        std::vector<double> a, b;
-        const auto A = halves(256, 41, f16, a), B = halves(128, 43, f16, b);
-        const auto C = random_vector(128, 47);
-        // 16 products of |x| < 4 summed: an f32 rounding is ~1e-6 of that.
-        EXPECT_LT(mma_error(emu_test::mma_tile(A, B, C, f16, false), a, b, C), 1e-5) << (f16 ? "f16" : "bf16");
-        // A lane that holds the wrong fragment computes the wrong product.
-        EXPECT_GT(mma_error(emu_test::mma_tile(A, B, C, f16, true), a, b, C), 0.1) << (f16 ? "f16" : "bf16");
-    }
-}
-
-TEST(EmuTensorCore, LdmatrixFollowsThePtxLayouts) {
-    std::vector<std::uint16_t> M(4 * 64);
-    for (int i = 0; i < 4 * 64; ++i) M[std::size_t(i)] = std::uint16_t(1000 + i);  // M[m][row][col] = 1000 + 64m + 8row + col
-    auto at = [&](int m, int row, int col) { return unsigned(M[std::size_t(m * 64 + row * 8 + col)]); };
-    for (const int n : {1, 2, 4})
-        for (const bool trans : {false, true}) {
-            const auto got = emu_test::ldmatrix_lanes(M, n, trans);
-            for (int lane = 0; lane < 32; ++lane)
-                for (int i = 0; i < n; ++i) {
-                    const int r = lane / 4, c = 2 * (lane % 4);
-                    const unsigned want = trans ? at(i, c, r) | at(i, c + 1, r) << 16 : at(i, r, c) | at(i, r, c + 1) << 16;
-                    ASSERT_EQ(got[std::size_t(lane * n + i)], want)
-                        << "x" << n << (trans ? ".trans" : "") << ", lane " << lane << ", register " << i;
-                }
-        }
-}
+TEST(EmuTensorCore, LdmatrixFollowsThePtxLayouts) { mw::test::tensor_core::check_ldmatrix_follows_the_ptx_layouts(); }
 
 TEST(EmuTensorCore, MmaFromLdmatrixFragmentsIsTheProduct) {
-    std::vector<double> a, b;
-    const auto A = halves(256, 53, false, a), B = halves(128, 59, false, b);
-    EXPECT_LT(mma_error(emu_test::mma_via_ldmatrix(A, B), a, b, std::vector<float>(128, 0.0f)), 1e-5);
+    mw::test::tensor_core::check_mma_from_ldmatrix_fragments_is_the_product();
 }
 
 // A benchmark figure, not a pass/fail timing: the 256^3 tiled GEMM (32x32
