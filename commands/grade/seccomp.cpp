@@ -51,6 +51,12 @@ void add_rules(Filter& f) {
     // Only local sockets.
     f.deny_if(SCMP_SYS(socket), EAFNOSUPPORT, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
     f.deny_if(SCMP_SYS(socketpair), EAFNOSUPPORT, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    // System V shared memory, queues and semaphores: memory outside the
+    // address-space limit (a segment attached only while in use).
+    for (int s : {SCMP_SYS(shmget), SCMP_SYS(shmat), SCMP_SYS(shmdt), SCMP_SYS(shmctl), SCMP_SYS(msgget),
+                  SCMP_SYS(msgsnd), SCMP_SYS(msgrcv), SCMP_SYS(msgctl), SCMP_SYS(semget), SCMP_SYS(semop),
+                  SCMP_SYS(semctl), SCMP_SYS(semtimedop)})
+        f.deny(s, ENOSYS);
     // Kernel interfaces an exercise never needs.
     for (int s : {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
                   SCMP_SYS(perf_event_open), SCMP_SYS(bpf), SCMP_SYS(userfaultfd), SCMP_SYS(keyctl),

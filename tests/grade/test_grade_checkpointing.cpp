@@ -34,7 +34,10 @@ INSTANTIATE_TEST_SUITE_P(
         Control{"checkpoint_microbatch_order.cpp", "not bit for bit", 3 * kShape},
         Control{"checkpoint_skips_a_block.cpp", "not bit for bit", 0},
         // A stack of one block has no inner checkpoint to go stale.
-        Control{"checkpoint_stale_activation.cpp", "call 2 of 2", kShape}),
+        Control{"checkpoint_stale_activation.cpp", "call 2 of 2", kShape},
+        // store_all in System V segments (now refused) and the outputs; one
+        // block needs no segment.
+        Control{"checkpoint_store_all_sysv_shm.cpp", "shmget", kShape}),
     [](const testing::TestParamInfo<Control>& i) { return std::filesystem::path(i.param.file).stem().string(); });
 
 // The stub keeps every block's activations: bit for bit right on every
