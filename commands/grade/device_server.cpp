@@ -19,6 +19,7 @@ namespace {
 // cudaError_t's values (the wire carries CUDA's numbers).
 constexpr std::int32_t kInvalidValue = 1, kMemoryAllocation = 2, kInvalidDevicePointer = 17;
 
+constexpr const char* kExecutorGone = "cuda-emu: the kernel executor is gone (it died, or was killed for a limit)";
 // What span() gives for an empty range inside an allocation (never dereferenced).
 unsigned char empty_range;
 
@@ -192,7 +193,7 @@ std::int32_t DeviceServer::launch(const std::vector<unsigned char>& message) {
     const std::uint64_t launch_bytes = message.size(), count = all.size();
     if (!r::send_all(fd, &launch_bytes, sizeof launch_bytes) || !r::send_all(fd, message.data(), message.size()) ||
         !r::send_all(fd, &count, sizeof count) || !r::send_all(fd, all.data(), all.size() * sizeof(r::Extent)))
-        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+        return fail_launch(kExecutorGone);
     std::vector<unsigned char> chunk(kChunk);
     const auto move = [&](bool out) {
         for (auto& e : all)
@@ -216,12 +217,12 @@ std::int32_t DeviceServer::launch(const std::vector<unsigned char>& message) {
     };
     r::LaunchReply reply;
     if (!move(true) || !r::recv_all(fd, &reply, sizeof reply) || reply.message_bytes > r::kMaxMessageBytes)
-        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+        return fail_launch(kExecutorGone);
     std::string why(reply.message_bytes, '\0');
     if (!why.empty() && !r::recv_all(fd, why.data(), why.size()))
-        return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+        return fail_launch(kExecutorGone);
     if (reply.status != 0) return fail_launch(why.empty() ? "cuda-emu: the kernel failed" : why);
-    if (!move(false)) return fail_launch("cuda-emu: the kernel executor is gone (it died, or was killed for a limit)");
+    if (!move(false)) return fail_launch(kExecutorGone);
     return 0;
 }
 
