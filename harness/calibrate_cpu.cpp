@@ -145,8 +145,6 @@ void triad_generic(double* __restrict a, const double* __restrict b, const doubl
     for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
 }
 
-double cache_bytes(int level);
-
 // Bytes of DRAM array that leave the L3 far behind: at least `floor_mib`
 // MiB, and at least 4x the L3 this machine reports (a 260 MiB L3 holds
 // most of a 256 MiB array between passes, and the "DRAM" figure of such a
@@ -524,23 +522,6 @@ double parse_size(const std::string& s) {
     return v;
 }
 
-// Size of the data (or unified) cache at `level` of cpu0, from sysfs; falls
-// back to sysconf; 0 when neither knows.
-double cache_bytes(int level) {
-    for (int idx = 0; idx < 8; ++idx) {
-        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
-        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
-        int l = 0;
-        std::string type, size;
-        if (!(lv >> l) || !(ty >> type) || !(sz >> size)) continue;
-        if (l == level && type != "Instruction") return parse_size(size);
-    }
-    long v = level == 1 ? sysconf(_SC_LEVEL1_DCACHE_SIZE)
-             : level == 2 ? sysconf(_SC_LEVEL2_CACHE_SIZE)
-                          : sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return v > 0 ? double(v) : 0.0;
-}
-
 // Bandwidth of the sweep point nearest (in log size) to `ws`.
 const BandwidthPoint& nearest(const std::vector<BandwidthPoint>& pts, double ws) {
     return *std::min_element(pts.begin(), pts.end(), [&](auto& a, auto& b) {
@@ -601,6 +582,23 @@ double measure_clock_ghz(bool quick) {
 }
 
 }  // namespace
+
+// Size of the data (or unified) cache at `level` of cpu0, from sysfs; falls
+// back to sysconf; 0 when neither knows.
+double cache_bytes(int level) {
+    for (int idx = 0; idx < 8; ++idx) {
+        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
+        int l = 0;
+        std::string type, size;
+        if (!(lv >> l) || !(ty >> type) || !(sz >> size)) continue;
+        if (l == level && type != "Instruction") return parse_size(size);
+    }
+    long v = level == 1 ? sysconf(_SC_LEVEL1_DCACHE_SIZE)
+             : level == 2 ? sysconf(_SC_LEVEL2_CACHE_SIZE)
+                          : sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? double(v) : 0.0;
+}
 
 double bf16_dot_over_fma() {
     static const double ratio = [] {

@@ -73,6 +73,10 @@ const std::vector<GpuSpec>& known_gpus();
 // without regard to case; nullptr when unknown.
 const GpuSpec* find_gpu_spec(const std::string& name);
 
+// Size in bytes of the data (or unified) cache at `level` (1, 2, 3) of cpu0,
+// as the OS reports it (sysfs, else sysconf); 0 when neither knows.
+double cache_bytes(int level);
+
 // CPU calibration. `quick` shortens every measurement (for tests and smoke runs).
 Ceilings calibrate_cpu(int max_threads, bool quick);
 // The read-only DRAM bandwidth with `threads` threads, quick (256 MiB, best

@@ -83,6 +83,14 @@ double forward_flops(const Config& c, std::int64_t T) {
     return c.layers * block_forward_flops(c, T) + 2.0 * c.d_model * c.vocab * T;
 }
 
+Config widened_config(const Config& c, int w) {
+    if (w < 1 || w > 64) throw std::invalid_argument("widening factor " + std::to_string(w) + "; valid: 1..64");
+    Config wc = c;
+    wc.d_model *= w, wc.heads *= w, wc.kv_heads *= w, wc.d_ff *= w;
+    require_valid(wc);
+    return wc;
+}
+
 std::vector<float> init_params(const Config& c, std::uint64_t seed) {
     std::vector<float> p(param_count(c));
     for (const auto& t : layout(c)) {

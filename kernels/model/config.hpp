@@ -121,4 +121,43 @@ double block_score_flops(const Config& c, std::int64_t T);
 // with depth (GPT-2's rule); RMSNorm gains 1.
 std::vector<float> init_params(const Config& c, std::uint64_t seed);
 
+// Function-preserving widening (Net2Net's idea, by tiling): the model `c`
+// made `w` times wider in every width (d_model, heads, kv_heads, d_ff; head
+// width, layers, vocabulary and context unchanged) whose logits equal c's in
+// exact arithmetic. Every hidden vector of the wide model is the narrow one
+// repeated w times: the embedding's columns and the norm gains are tiled;
+// every block matrix is tiled w x w and divided by w (its input arrives w
+// times, its output is wanted w times); the final norm's gain is tiled and
+// divided by w, since the tied head sums over the w copies. Wide head
+// h + i * heads is narrow head h, and it reads kv head kh + i * kv_heads,
+// the copy of its own kv head: attention, RoPE included, is unchanged, and
+// the RMS of a tiled vector is the vector's. In fp32 only the order of the
+// sums differs (w a power of two: the 1/w is exact). Costs w^2 the matrix
+// bytes: how the speculative lever makes the trained model memory-bound.
+Config widened_config(const Config& c, int w);  // throws unless 1 <= w <= 64
+
+template <class T> std::vector<T> widen_params(const Config& c, const T* params, int w) {
+    const Config wc = widened_config(c, w);
+    const auto narrow = layout(c), wide = layout(wc);
+    std::vector<T> out(param_count(wc));
+    for (std::size_t t = 0; t < narrow.size(); ++t) {
+        const TensorInfo &n = narrow[t], &o = wide[t];
+        const T* src = params + n.offset;
+        T* dst = out.data() + o.offset;
+        const std::size_t R = std::size_t(n.shape[0]), C = n.shape.size() == 2 ? std::size_t(n.shape[1]) : 1;
+        if (n.shape.size() == 1) {  // a norm's gain
+            for (std::size_t i = 0; i < std::size_t(w) * R; ++i)
+                dst[i] = n.name == "final_norm" ? src[i % R] / T(w) : src[i % R];
+        } else if (n.name == "embed") {  // [vocab, d]: the columns tiled
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t j = 0; j < std::size_t(w) * C; ++j) dst[r * std::size_t(w) * C + j] = src[r * C + j % C];
+        } else {  // [d_in, d_out]: tiled w x w, divided by w
+            for (std::size_t r = 0; r < std::size_t(w) * R; ++r)
+                for (std::size_t j = 0; j < std::size_t(w) * C; ++j)
+                    dst[r * std::size_t(w) * C + j] = src[(r % R) * C + j % C] / T(w);
+        }
+    }
+    return out;
+}
+
 }  // namespace mw::model

@@ -43,24 +43,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // --- models ---------------------------------------------------------------------
 
-model::Config wide_config(int max_seq) {
-    model::Config c;
-    c.d_model = 2048, c.layers = 2, c.heads = 16, c.kv_heads = 4, c.d_ff = 5632, c.vocab = 256;
-    c.max_seq = max_seq;
-    return c;
-}
-
-std::vector<float> wide_params(const model::Config& c) {
-    // init_params as for training (N(0, 0.02^2), residual outputs scaled).
-    // A seeded model's greedy text is no text (it soon repeats a few
-    // bytes), but its cost per token is a real model's of this shape, and
-    // its INT4 copy agrees with it on most greedy choices (alpha ~0.9 at
-    // K = 4 on this prompt), which is what the memory-bound regime needs. A
-    // wider embedding (tried: 2x, 4x) makes every choice "repeat the last
-    // byte" and alpha exactly 1: not kept.
-    return model::init_params(c, 20261125);
-}
-
 model::Config first_layers_config(const model::Config& c, int layers) {
     if (layers < 1 || layers > c.layers)
         throw std::invalid_argument("self-speculative draft of " + std::to_string(layers) + " layers; valid: 1.." +

@@ -75,12 +75,6 @@ private:
     RoundFn round_ = speculative_round;
 };
 
-// The seeded target of the memory-bound regime: d_model 2048, 2 layers, 16
-// heads of 128, 4 kv heads, d_ff 5632 (90.7 M parameters, 363 MB fp32: 11x
-// a 32 MiB L3), seeded as init_params does.
-model::Config wide_config(int max_seq);
-std::vector<float> wide_params(const model::Config& c);
-
 // The self-speculative draft: the first `layers` blocks of (c, params) with
 // the same final norm and tied head (a config and a parameter copy).
 model::Config first_layers_config(const model::Config& c, int layers);

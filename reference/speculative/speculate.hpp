@@ -7,8 +7,11 @@
 //   by the target alone or with a draft (axes model, batch, prompt, tokens,
 //   k). model 0: the trained default model (results/model/default.safetensors,
 //   12 MB of weights: fits this machine's L3, decode is compute-bound);
-//   model 1: a seeded wide model (d_model 2048, 2 layers, 363 MB of fp32
-//   weights, 11x a 32 MiB L3: every decode step streams them from DRAM).
+//   model 1: the same model widened function-preservingly
+//   (model::widen_params: the same logits, w^2 the bytes) by the smallest
+//   power of two w (up to 8) that puts its fp32 weights at >= 4x the L3 the
+//   OS reports: 4x, 190 MB, with a 32 MiB L3; every decode step streams
+//   them from DRAM, and every draft has a language model's acceptance rate.
 //   Unit: generated tokens; checked against the fp64 model's greedy tokens
 //   (token-sequence rule), and every speculative rung bit-identical to
 //   target_only (greedy speculation changes the cost, never a token).
@@ -51,12 +54,17 @@
 
 namespace mw::speculative {
 
-// The target of a speculate shape: the trained model (model 0) or the wide
-// seeded one (model 1), its context raised to prompt + tokens + k + 1.
+// The target of a speculate shape: the trained model (model 0) or its
+// widening (model 1), its context raised to prompt + tokens + k + 1.
 struct TargetModel {
     model::Config config;
     const std::vector<float>* params = nullptr;  // shared by every max_seq
+    int widening = 1;
 };
+// Model 1's widening factor for the trained model `trained` on a machine
+// whose L3 is `l3_bytes`: the smallest of 2, 4, 8 whose fp32 weights are
+// >= 4x the L3 (8 when none is; 4 when the L3 is unknown).
+int memory_bound_widening(const model::Config& trained, double l3_bytes);
 const TargetModel& target_model(const Shape& s);
 int max_len(const Shape& s);
 

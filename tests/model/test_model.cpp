@@ -145,6 +145,56 @@ TEST(ModelReference, CachedDecoderMatchesSequenceForward) {
     }
 }
 
+// Widening keeps the function: the logits of the model widened w times
+// (model::widen_params) are the narrow model's at every position, for GQA,
+// MQA and MHA, w = 1..4 (3: the 1/w is not exact, the sums still agree).
+TEST(ModelWiden, WidenedLogitsAreTheNarrowModels) {
+    for (Config c : {tiny(), tiny(12, 3, 3, 1, 7, 5, 6), tiny(16, 1, 2, 2, 9, 11, 7)}) {
+        const auto p = params64(c, 13);
+        const auto tokens = seq(c.max_seq, c.vocab, 8);
+        std::vector<double> want;
+        mw::model::ref_loss(c, p.data(), tokens.data(), tokens.data(), c.max_seq, &want);
+        for (int w = 1; w <= 4; ++w) {
+            const Config wc = mw::model::widened_config(c, w);
+            EXPECT_EQ(wc.d_model, w * c.d_model);
+            EXPECT_EQ(wc.heads, w * c.heads);
+            EXPECT_EQ(wc.kv_heads, w * c.kv_heads);
+            EXPECT_EQ(wc.d_ff, w * c.d_ff);
+            EXPECT_EQ(wc.head_dim(), c.head_dim());
+            const auto wp = mw::model::widen_params(c, p.data(), w);
+            ASSERT_EQ(wp.size(), mw::model::param_count(wc));
+            std::vector<double> got;
+            mw::model::ref_loss(wc, wp.data(), tokens.data(), tokens.data(), c.max_seq, &got);
+            ASSERT_EQ(got.size(), want.size());
+            for (std::size_t i = 0; i < want.size(); ++i)
+                ASSERT_NEAR(got[i], want[i], 1e-11 * std::max(1.0, std::abs(want[i])))
+                    << "w " << w << ", position " << i / std::size_t(c.vocab) << ", token " << i % std::size_t(c.vocab);
+        }
+    }
+    EXPECT_THROW(mw::model::widened_config(tiny(), 0), std::invalid_argument);
+    EXPECT_THROW(mw::model::widened_config(tiny(), 65), std::invalid_argument);
+}
+
+// The widening is not the identity with extra bytes: the wide model's
+// second copy of a head does work (zeroing it changes the logits).
+TEST(ModelWiden, EveryCopyCarriesWeight) {
+    const Config c = tiny();
+    const auto p = params64(c, 13);
+    const auto tokens = seq(c.max_seq, c.vocab, 8);
+    const Config wc = mw::model::widened_config(c, 2);
+    auto wp = mw::model::widen_params(c, p.data(), 2);
+    std::vector<double> before, after;
+    mw::model::ref_loss(wc, wp.data(), tokens.data(), tokens.data(), c.max_seq, &before);
+    for (const auto& t : mw::model::layout(wc))
+        if (t.name == "layers.0.wv")  // the second copy's value columns
+            for (std::int64_t r = 0; r < t.shape[0]; ++r)
+                for (std::int64_t j = wc.kv_dim() / 2; j < wc.kv_dim(); ++j) wp[t.offset + std::size_t(r * t.shape[1] + j)] = 0;
+    mw::model::ref_loss(wc, wp.data(), tokens.data(), tokens.data(), c.max_seq, &after);
+    double diff = 0;
+    for (std::size_t i = 0; i < before.size(); ++i) diff = std::max(diff, std::abs(after[i] - before[i]));
+    EXPECT_GT(diff, 1e-3);
+}
+
 // The fp32 training step (the levers' GEMM, softmax rows, element-wise
 // layers) against the fp64 reference: loss, logits and every parameter's
 // gradient, for batches of several sequences.

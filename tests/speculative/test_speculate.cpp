@@ -1,7 +1,7 @@
 // The speculate op: every rung's greedy tokens against the fp64 model
 // (token-sequence rule) and bit-identical to target_only, for every draft
 // and K = 1..8, odd lengths and batches first, on the trained model and on
-// the wide seeded one; the cache rollback and the accepted prefix shown to
+// the trained model widened past the L3 (model 1); the cache rollback and the accepted prefix shown to
 // matter (a loop without either produces other tokens); sampling at
 // temperature 1 through the whole loop, the first token's law checked
 // against the target's; the counters and their arithmetic.
@@ -75,10 +75,19 @@ TEST(Speculate, EveryKFrom1To8KeepsTheTokens) {
     }
 }
 
-TEST(Speculate, WideSeededModelMatchesTheOracle) {
-    // The memory-bound regime's model (363 MB of weights), few tokens: the
-    // fp64 oracle is slow at this width.
+TEST(Speculate, WidenedModelMatchesTheOracle) {
+    // The memory-bound regime's model (the trained model widened past the
+    // L3), checked against the trained model's fp64 tokens, few tokens.
     every_rung(shape(1, 2, 3, 7, 3));
+    EXPECT_GE(sp::target_model(shape(1, 2, 3, 7, 3)).widening, 2);
+}
+
+TEST(Speculate, TheWideningFollowsTheL3) {
+    const auto& trained = sp::target_model(shape(0, 1, 1, 1, 1)).config;  // 3.02 M parameters, 12 MB
+    EXPECT_EQ(sp::memory_bound_widening(trained, 1 << 20), 2);           // 2x: 48 MB >= 4 MiB
+    EXPECT_EQ(sp::memory_bound_widening(trained, 32 << 20), 4);          // 4x: 190 MB >= 128 MiB; 2x is not
+    EXPECT_EQ(sp::memory_bound_widening(trained, 300.0 * (1 << 20)), 8);  // 8x (756 MB) falls short: the cap
+    EXPECT_EQ(sp::memory_bound_widening(trained, 0), 4);                 // unknown L3
 }
 
 // A loop that does not roll its target cache back, or takes one draft too
