@@ -35,6 +35,9 @@ struct Filter {
     }
 };
 
+// cachestat(2) (Linux 6.5), by number: older libseccomp headers lack its name.
+constexpr int kCachestat = 451;
+
 constexpr unsigned long kNewNamespaces[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
                                             CLONE_NEWUTS, CLONE_NEWIPC,  CLONE_NEWCGROUP};
 
@@ -68,6 +71,27 @@ void add_rules(Filter& f) {
                   SCMP_SYS(open_by_handle_at), SCMP_SYS(name_to_handle_at), SCMP_SYS(lookup_dcookie),
                   SCMP_SYS(syslog), SCMP_SYS(fanotify_init)})
         f.deny(s);
+    // Ways for two sandboxed processes to signal each other through what
+    // they both see (under cuda-emu, kernels in the executor and host code
+    // in the worker): file locks, leases and change notices, and the page
+    // cache's state (which pages of a shared file are resident, and
+    // dropping them again).
+    f.deny(SCMP_SYS(flock), ENOLCK);
+    for (int cmd : {F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW})
+        f.deny_if(SCMP_SYS(fcntl), ENOLCK, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+    for (int cmd : {F_SETLEASE, F_GETLEASE, F_NOTIFY})
+        f.deny_if(SCMP_SYS(fcntl), EPERM, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+    for (int s : {SCMP_SYS(inotify_init), SCMP_SYS(inotify_init1), SCMP_SYS(inotify_add_watch),
+                  SCMP_SYS(fanotify_mark), SCMP_SYS(mincore), SCMP_SYS(fadvise64), SCMP_SYS(readahead)})
+        f.deny(s, ENOSYS);
+    f.deny(kCachestat, ENOSYS);
+    for (int s : {SCMP_SYS(preadv2), SCMP_SYS(pwritev2)}) f.deny(s, ENOSYS);  // RWF_NOWAIT: "is it cached?"
+    for (int advice : {MADV_COLD, MADV_PAGEOUT})
+        f.deny_if(SCMP_SYS(madvise), EPERM, SCMP_A2(SCMP_CMP_EQ, static_cast<scmp_datum_t>(advice)));
+    // A session (or process group) of its own would be a scheduler group of
+    // its own where autogroups are on: more of a shared core than the
+    // reference gets. bubblewrap's --new-session has made the one it keeps.
+    for (int s : {SCMP_SYS(setsid), SCMP_SYS(setpgid)}) f.deny(s);
 }
 
 }  // namespace

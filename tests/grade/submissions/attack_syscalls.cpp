@@ -1,12 +1,20 @@
 // Attack class 5, weak containment: kernel interfaces an exercise never
 // needs, each a way out of (or around) the sandbox: a nested user namespace
 // (where a mount or a raw socket becomes possible), a mount, raw packet,
-// IPv4 and vsock sockets, io_uring, perf events, bpf, the key ring, ptrace.
+// IPv4 and vsock sockets, io_uring, perf events, bpf, the key ring, ptrace;
+// and the covert channels between two sandboxed processes (under cuda-emu,
+// a kernel telling host code what it read): file locks, inotify, the page
+// cache's residency (mincore, cachestat) and eviction (fadvise), a session
+// of its own (a scheduler group of its own).
 // A correct naive GEMM whose fifth call tries each and fails with the list
 // of what worked ("ok") and what was refused.
+#include <fcntl.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -55,6 +63,22 @@ static std::string try_all() {
     s += verdict("bpf", syscall(SYS_bpf, 0, nullptr, 0));
     s += verdict("keyctl", syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
     s += verdict("ptrace", ptrace(PTRACE_ATTACH, 1, nullptr, nullptr));
+    const int fd = open("/proc/self/exe", O_RDONLY);
+    struct flock lk{};
+    lk.l_type = F_RDLCK, lk.l_whence = SEEK_SET, lk.l_start = 4096, lk.l_len = 1;
+    s += verdict("fcntl_lock", fcntl(fd, F_SETLK, &lk));
+    s += verdict("fcntl_getlk", fcntl(fd, F_GETLK, &lk));
+    s += verdict("ofd_lock", fcntl(fd, F_OFD_GETLK, &lk));
+    s += verdict("flock", flock(fd, LOCK_SH | LOCK_NB));
+    s += verdict("inotify", inotify_init1(0));
+    s += verdict("fadvise", syscall(SYS_fadvise64, fd, 0, 4096, POSIX_FADV_DONTNEED));
+    void* page = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    unsigned char resident = 0;
+    s += verdict("mincore", page == MAP_FAILED ? -1 : mincore(page, 4096, &resident));
+    struct { unsigned long long off, len; } range{0, 4096};
+    unsigned long long stat[8] = {};
+    s += verdict("cachestat", syscall(451, fd, &range, stat, 0));
+    s += verdict("setsid", setsid());
     return s;
 }
 
