@@ -348,7 +348,8 @@ std::string Sandbox::describe() const {
     std::string s = "bubblewrap (own PID, mount, IPC and network namespaces; read-only /usr";
     s += masked_dirs.empty() && masked_files.empty() ? "" : ", BLAS hidden";
     s += as_nobody ? "; user nobody" : "";
-    s += cgroups ? "); cgroup limits on processes, total memory and total CPU time, frozen between calls"
+    s += cgroups ? std::string("); cgroup limits on processes, total memory and total CPU time, frozen between calls") +
+                       (cpu_group ? ", one CPU scheduling group" : "")
                  : "); no writable cgroup here: memory limit per process, processes capped by RLIMIT_NPROC, "
                    "no total CPU-time limit";
     return s;
@@ -358,7 +359,7 @@ Sandbox make_sandbox(bool unsafe, bool allow_blas, bool gpu) {
     Sandbox sb;
     sb.as_nobody = geteuid() == 0;
     sb.gpu = gpu;
-    sb.cgroups = Cgroup::make(Limits{}) != nullptr;
+    if (const auto probe = Cgroup::make(Limits{})) sb.cgroups = true, sb.cpu_group = probe->cpu_group();
     if (unsafe) {
         sb.enabled = false;
         return sb;
@@ -461,7 +462,7 @@ void guard_folder(const std::string& dir) { tell_guard('d', dir); }
 std::vector<std::string> cleanup_leftovers() {
     std::vector<std::string> removed;
     std::error_code ec;
-    for (const char* ctrl : {"freezer", "pids", "memory", "cpuacct"}) {
+    for (const char* ctrl : {"freezer", "pids", "memory", "cpuacct", "cpu"}) {
         const std::string parent = own_cgroup_dir(ctrl);
         if (parent.empty()) continue;
         for (auto& e : fs::directory_iterator(parent, ec)) {
@@ -502,6 +503,23 @@ std::unique_ptr<Cgroup> Cgroup::make(const Limits& limits) {
             cg->procs_paths_.push_back(dir + "/cgroup.procs");
         }
         *slot[i] = dir;
+    }
+    // One scheduling group for all of it (the cpu controller, where it is
+    // mounted apart from cpuacct; together, the cpuacct group is one): on a
+    // core shared with a neighbour, its processes and threads together get
+    // one group's share, as the reference (one thread) gets one, however
+    // many of them run.
+    if (const std::string parent = own_cgroup_dir("cpu"); !parent.empty()) {
+        std::error_code ec;
+        const std::string dir = parent + "/" + name;
+        if (fs::equivalent(parent, own_cgroup_dir("cpuacct"), ec)) {
+            cg->cpu_group_ = true;
+        } else if (mkdir(dir.c_str(), 0700) == 0) {
+            guard_cgroup(dir);
+            cg->dirs_.push_back(dir);
+            cg->procs_paths_.push_back(dir + "/cgroup.procs");
+            cg->cpu_group_ = true;
+        }
     }
     if (limits.max_tasks > 0 && !write_small(cg->pids_ + "/pids.max", std::to_string(limits.max_tasks)))
         return nullptr;

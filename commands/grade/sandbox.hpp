@@ -62,6 +62,7 @@ struct Sandbox {
     std::string bwrap;     // the bwrap executable
     bool as_nobody = false;  // the grader is root: children run as nobody
     bool cgroups = false;    // cgroup v1 pids/memory/cpuacct/freezer can be made here
+    bool cpu_group = false;  // and a cpu controller group: all of a sandbox shares one scheduling weight
     bool gpu = false;        // bind the NVIDIA device nodes
     std::vector<std::string> masked_dirs, masked_files;  // BLAS libraries hidden from the child
     std::string describe() const;  // one line for the report
@@ -102,9 +103,11 @@ public:
     long long oom_kills() const;    // processes the memory limit has killed so far
     int kill_all();                 // SIGKILL every task in it; how many there were
     bool empty() const;
+    bool cpu_group() const { return cpu_group_; }  // one scheduling group (cpu controller)
 
 private:
-    std::vector<std::string> dirs_;  // pids, memory, cpuacct, freezer
+    bool cpu_group_ = false;
+    std::vector<std::string> dirs_;  // pids, memory, cpuacct, freezer (, cpu)
     std::vector<std::string> procs_paths_;
     std::string pids_, memory_, cpuacct_, freezer_;
 };

@@ -400,6 +400,38 @@ TEST(GradeAttack, AOneThreadGradeAvoidsABusyCore) {
     EXPECT_GT(r.doc["cpu_busy"].value(std::to_string(target), 0.0), 0.8) << r.doc.dump(2);
 }
 
+// A neighbour spinning on every core: the submission's five processes,
+// sessions of their own or not, get one group's share of the graded core
+// together (about half, beside one spinner), not five sixths.
+TEST(GradeAttack, ManyProcessesGetOneShareOfABusyCore) {
+    cpu_set_t own;
+    ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+    std::vector<pid_t> spinners;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &own)) continue;
+        const pid_t p = fork();
+        ASSERT_GE(p, 0);
+        if (p == 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            sched_setaffinity(0, sizeof one, &one);
+            for (;;) __asm__ volatile("");
+        }
+        spinners.push_back(p);
+    }
+    const GradeRun r = grade_level("01", control("attack_cpu_share.cpp") + " --seed 12 --threads 1");
+    for (pid_t p : spinners) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+    ASSERT_EQ(r.status, 0) << r.output;
+    if (!cgroups(r)) GTEST_SKIP() << "no writable cgroup here: " << r.doc["sandbox"]["description"];
+    const std::string f = failures(r.doc);
+    const auto at = f.find("SHARE ");
+    ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
+    const double share = std::stod(f.substr(at + 6));
+    EXPECT_GT(share, 0.2) << "the measurement is broken: " << f;
+    EXPECT_LT(share, 0.7) << "five processes took more of the busy core than one would: " << f;
+}
+
 TEST(GradeAttack, TheInstructorsSolutionCannotBeIncluded) {
     const GradeRun r = grade_level("01", control("attack_include_solution.cpp") + " --seed 12");
     ASSERT_EQ(r.status, 0) << r.output;
