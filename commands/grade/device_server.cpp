@@ -51,6 +51,7 @@ void DeviceServer::close_client() {
 int DeviceServer::reconnect() {
     stop_serving();
     close_client();
+    set_launch_gate({});
     {
         std::lock_guard lk(m_);
         for (auto& [addr, b] : mem_) std::free(b.data);
@@ -182,8 +183,29 @@ std::int32_t DeviceServer::fail_launch(const std::string& why) {
 // allocation after the kernel (a chunk at a time, each into the allocation
 // under the lock). Allocations cannot change meanwhile: this thread alone
 // serves the host, and the grader touches device memory only between calls.
+void DeviceServer::set_launch_gate(std::function<bool(bool)> gate) {
+    std::lock_guard lk(gate_m_);
+    gate_ = std::move(gate);
+}
+
 std::int32_t DeviceServer::launch(const std::vector<unsigned char>& message) {
     if (launch_failed_) return r::kLaunchFailure;
+    std::function<bool(bool)> gate;
+    {
+        std::lock_guard lk(gate_m_);
+        gate = gate_;
+    }
+    if (gate && !gate(true)) {
+        gate(false);
+        return fail_launch("cuda-emu: the grader could not stop the host's processes for the kernel");
+    }
+    const std::int32_t status = relay(message);
+    if (gate && !gate(false) && status == 0)
+        return fail_launch("cuda-emu: the grader could not stop the kernel's processes after it");
+    return status;
+}
+
+std::int32_t DeviceServer::relay(const std::vector<unsigned char>& message) {
     const int fd = executor_fd_;
     std::vector<r::Extent> all;
     {

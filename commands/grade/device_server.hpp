@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -38,6 +39,12 @@ public:
     // The grader's copies of the client ends, closed once the worker and the
     // executor have their own.
     void close_client();
+    // Called with true before a launch goes to the executor (false: do not
+    // run it) and with false once it is back: the grader freezes the host's
+    // processes and thaws the executor's for the kernel, and the reverse
+    // after (sandbox.hpp's launch_gate), so that neither runs beside the
+    // other to signal it. Dropped by reconnect().
+    void set_launch_gate(std::function<bool(bool entering)> gate);
 
     // The grader's own access, between calls. alloc: 0 when over the limit;
     // the others: false unless [addr, addr + bytes) lies in one allocation
@@ -76,6 +83,7 @@ private:
     // A launch: relayed to the executor with every allocation; the status
     // for the host (a failure is sticky until the next reconnect).
     std::int32_t launch(const std::vector<unsigned char>& message);
+    std::int32_t relay(const std::vector<unsigned char>& message);  // launch() without the gate
     std::int32_t fail_launch(const std::string& why);
     unsigned char* span(std::uint64_t addr, std::size_t bytes);  // nullptr unless inside one allocation
     void drop(std::map<std::uint64_t, Block>::iterator it);
@@ -93,6 +101,8 @@ private:
     int server_fd_ = -1, client_fd_ = -1;
     int executor_fd_ = -1, executor_client_fd_ = -1;
     std::thread thread_;
+    std::mutex gate_m_;
+    std::function<bool(bool)> gate_;
 };
 
 }  // namespace mw::grade

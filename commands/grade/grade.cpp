@@ -600,6 +600,8 @@ std::string crash_message(const Session& s, const CallResult& r) {
     if (r.exit.timed_out) m += " (time limit " + fmt("%.3g", s.spec.limits.wall_s) + " s for all its calls)";
     const std::string tail = s.worker.log ? s.worker.log->tail(1500) : "";
     if (!tail.empty()) m += "\nits last output:\n" + tail;
+    const std::string kernels = s.worker.executor_log ? s.worker.executor_log->tail(1000) : "";
+    if (!kernels.empty()) m += "\nits kernels' last output:\n" + kernels;
     return m;
 }
 
@@ -642,6 +644,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         if (s.device) {
             start_executor(s.worker, *s.sandbox, s.spec, s.device->executor_end());
             s.device->close_client();  // the worker and the executor hold the only client ends
+            s.device->set_launch_gate(launch_gate(s.worker));
         }
         ++s.starts;
     }
@@ -651,7 +654,13 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         if (!o.message.empty()) return o;
         staged = s.shm.header();
     }
-    const long long oom_before = s.worker.cgroup ? s.worker.cgroup->oom_kills() : 0;
+    // Its processes' and its kernels' (the executor's, under cuda-emu).
+    const auto oom_kills = [&] {
+        long long n = 0;
+        for (const Cgroup* cg : {s.worker.cgroup.get(), s.worker.executor_cgroup.get()}) n += cg ? cg->oom_kills() : 0;
+        return n;
+    };
+    const long long oom_before = oom_kills();
     if (s.device) s.device->take_traffic();  // what the worker did before this call is not the call's
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
@@ -667,7 +676,7 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     }
     // First: a process killed for memory (a kernel's, under cuda-emu) can
     // also make the call fail with another message.
-    if (s.worker.cgroup && s.worker.cgroup->oom_kills() > oom_before) {
+    if (oom_kills() > oom_before) {
         o.message = "the submission went over its memory limit (" + std::to_string(s.spec.limits.memory_mb) +
                     " MiB over all of its processes): a process of it was killed during the call";
         return o;

@@ -552,7 +552,8 @@ void Cgroup::attach_self_async_signal_safe() const {
 // grade's cores, a submission's processes stopped by signals) it can take
 // longer than the 0.2 s it was given once, and a freeze that fails ends the
 // submission's time budget.
-bool Cgroup::freeze() {
+bool Cgroup::set_frozen(bool frozen) {
+    if (!frozen) return write_small(freezer_ + "/freezer.state", "THAWED");
     if (!write_small(freezer_ + "/freezer.state", "FROZEN")) return false;
     for (int i = 0; i < 20000; ++i) {
         if (read_small(freezer_ + "/freezer.state").rfind("FROZEN", 0) == 0) return true;
@@ -561,7 +562,28 @@ bool Cgroup::freeze() {
     return false;
 }
 
-void Cgroup::thaw() { write_small(freezer_ + "/freezer.state", "THAWED"); }
+bool Cgroup::freeze() {
+    std::lock_guard lk(m_);
+    wanted_thawed_ = false;
+    return set_frozen(true);
+}
+
+void Cgroup::thaw() {
+    std::lock_guard lk(m_);
+    wanted_thawed_ = true;
+    if (holds_ == 0) set_frozen(false);
+}
+
+bool Cgroup::hold() {
+    std::lock_guard lk(m_);
+    ++holds_;
+    return set_frozen(true);
+}
+
+void Cgroup::release() {
+    std::lock_guard lk(m_);
+    if (holds_ > 0 && --holds_ == 0 && wanted_thawed_) set_frozen(false);
+}
 
 double Cgroup::cpu_seconds() const {
     return std::strtod(read_small(cpuacct_ + "/cpuacct.usage").c_str(), nullptr) * 1e-9;
@@ -581,7 +603,10 @@ int Cgroup::kill_all() {
         for (long pid; procs >> pid;) kill(static_cast<pid_t>(pid), SIGKILL), ++n;
         if (n == 0) return killed;
         killed = std::max(killed, n);
-        thaw();  // frozen tasks act on SIGKILL only once thawed
+        {
+            std::lock_guard lk(m_);
+            set_frozen(false);  // frozen tasks act on SIGKILL only once thawed, held or not
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return killed;
@@ -781,16 +806,38 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     // Its one descriptor is the first after standard error (exec_child keeps 3 .. 3 + n - 1).
     constexpr int kExecutorFd = 3;
     x.env.push_back(std::string(emu::remote::kExecutorVariable) + "=" + std::to_string(kExecutorFd));
-    const Prepared p = prepare(sb, x, w.cgroup.get());
+    if (w.cgroup) {
+        w.executor_cgroup = Cgroup::make(spec.limits);
+        if (!w.executor_cgroup) throw std::runtime_error("cannot make the kernel executor's cgroup");
+    }
+    // A log of its own: the worker's would be a file both write and the
+    // host can read back.
+    w.executor_log = std::make_shared<Log>();
+    const Prepared p = prepare(sb, x, w.executor_cgroup.get());
     const int fds[1][2] = {{fd, kExecutorFd}};
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
         int lifted[1][2] = {{fcntl(fds[0][0], F_DUPFD, 16), fds[0][1]}};
-        const int lf = fcntl(w.log->fd, F_DUPFD, 16);
-        exec_child(p, w.cgroup.get(), lf, lifted, 1);
+        const int lf = fcntl(w.executor_log->fd, F_DUPFD, 16);
+        exec_child(p, w.executor_cgroup.get(), lf, lifted, 1);
     }
     w.executor = pid;
+    if (w.executor_cgroup) w.executor_cgroup->freeze();  // runs only while a kernel does
+}
+
+std::function<bool(bool)> launch_gate(const Worker& w) {
+    if (!w.cgroup || !w.executor_cgroup) return {};
+    return [host = w.cgroup, device = w.executor_cgroup](bool entering) {
+        if (entering) {
+            if (!host->hold()) return false;
+            device->thaw();
+            return true;
+        }
+        const bool frozen = device->freeze();
+        host->release();
+        return frozen;
+    };
 }
 
 namespace {
@@ -811,6 +858,10 @@ CallResult call_worker(Worker& w, Command cmd, double timeout_s) {
         return r;
     }
     Cgroup* cg = w.cgroup.get();
+    // CPU time: the host's and its kernels' (the executor's) together.
+    const auto cpu_seconds = [&] {
+        return cg->cpu_seconds() + (w.executor_cgroup ? w.executor_cgroup->cpu_seconds() : 0.0);
+    };
     if (cg) cg->thaw();
     const auto t0 = std::chrono::steady_clock::now();
     const char c = cmd;
@@ -825,7 +876,7 @@ CallResult call_worker(Worker& w, Command cmd, double timeout_s) {
             why.timed_out = true;
             break;
         }
-        if (cg && w.limits.cpu_s > 0 && cg->cpu_seconds() > w.limits.cpu_s) {
+        if (cg && w.limits.cpu_s > 0 && cpu_seconds() > w.limits.cpu_s) {
             why.cpu_exceeded = true;
             break;
         }
@@ -841,7 +892,7 @@ CallResult call_worker(Worker& w, Command cmd, double timeout_s) {
     if (got == sizeof r.reply) {
         // Stop everything it runs before its outputs are read, and until its next call.
         if (cg && !cg->freeze()) why.timed_out = true;
-        else if (cg && w.limits.cpu_s > 0 && cg->cpu_seconds() > w.limits.cpu_s) why.cpu_exceeded = true;
+        else if (cg && w.limits.cpu_s > 0 && cpu_seconds() > w.limits.cpu_s) why.cpu_exceeded = true;
         else {
             r.ok = true;
             return r;
@@ -881,16 +932,18 @@ bool stop_worker(Worker& w) {
         close_worker(w);
     }
     if (w.executor >= 0) {  // it holds nothing worth a polite end
-        if (w.cgroup) w.cgroup->thaw();
-        kill_tree(w.executor, w.cgroup.get());
+        Cgroup* xc = w.executor_cgroup ? w.executor_cgroup.get() : w.cgroup.get();
+        if (xc) xc->thaw();
+        kill_tree(w.executor, xc);
         reap(w.executor, {}, w.sandboxed);
         w.executor = -1;
     }
     bool clean = true;
-    if (w.cgroup) {
-        w.cgroup->kill_all();
-        clean = w.cgroup->empty();
-    }
+    for (Cgroup* cg : {w.cgroup.get(), w.executor_cgroup.get()})
+        if (cg) {
+            cg->kill_all();
+            clean = clean && cg->empty();
+        }
     return clean;
 }
 

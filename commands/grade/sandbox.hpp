@@ -33,7 +33,9 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,11 @@ public:
     void attach_self_async_signal_safe() const;  // in the child, before exec
     bool freeze();
     void thaw();
+    // Frozen whatever freeze() and thaw() say, until as many release()s:
+    // under cuda-emu the host's processes are held while a kernel runs
+    // (thaw() meanwhile only records that the call wants it running).
+    bool hold();
+    void release();
     double cpu_seconds() const;
     bool memory_exhausted() const;  // the memory limit was hit (an OOM kill, or allocations refused)
     bool tasks_exhausted() const;   // the process/thread cap refused a fork or a thread
@@ -106,6 +113,10 @@ public:
     bool cpu_group() const { return cpu_group_; }  // one scheduling group (cpu controller)
 
 private:
+    bool set_frozen(bool frozen);  // under m_
+    std::mutex m_;
+    bool wanted_thawed_ = false;
+    int holds_ = 0;
     bool cpu_group_ = false;
     std::vector<std::string> dirs_;  // pids, memory, cpuacct, freezer (, cpu)
     std::vector<std::string> procs_paths_;
@@ -153,8 +164,8 @@ struct Worker {
     pid_t pid = -1;
     pid_t executor = -1;  // under cuda-emu: the kernel executor (start_executor)
     int command_fd = -1, reply_fd = -1;
-    std::shared_ptr<Log> log;
-    std::unique_ptr<Cgroup> cgroup;
+    std::shared_ptr<Log> log, executor_log;
+    std::shared_ptr<Cgroup> cgroup, executor_cgroup;
     Limits limits;
     bool sandboxed = false;
 };
@@ -166,11 +177,17 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
 // Under cuda-emu: the kernel executor of worker `w` (harness/emu/
 // remote_device.hpp), `spec` run again with MEMWALL_EMU_EXECUTOR_FD: a
 // sandbox of its own (no /tmp, socket namespace or process of the worker's
-// in sight), in the worker's cgroup (its memory, tasks and CPU time count
-// with the worker's; frozen and killed with it), writing to the worker's
-// log, with `fd` (the device memory's executor end) as its descriptor 3.
-// Stopped with the worker.
+// in sight), with `fd` (the device memory's executor end) as its
+// descriptor 3, a log of its own, and where cgroups can be made a cgroup
+// of its own with the worker's limits: frozen but while a kernel runs, when
+// the worker's is held frozen (launch_gate), so that nothing of the host
+// runs beside a kernel, nor anything of a kernel beside the host. Its CPU
+// time counts with the worker's. Stopped with the worker.
 void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd);
+// The switch a launch makes (DeviceServer::set_launch_gate): entering, the
+// worker held frozen and the executor thawed; leaving, the reverse. Empty
+// without cgroups.
+std::function<bool(bool entering)> launch_gate(const Worker& w);
 
 // One round trip: send `cmd`, wait up to `timeout_s` for the reply. The
 // worker's cgroup is thawed for the call and frozen again as soon as the

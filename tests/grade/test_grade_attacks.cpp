@@ -266,6 +266,20 @@ INSTANTIATE_TEST_SUITE_P(
         return n;
     });
 
+// Under cuda-emu the host's processes are frozen while a kernel runs (and
+// the kernel's between launches): a host thread beside a 0.4 s kernel makes
+// no progress for as long (a few ms of pause when both ran at once).
+TEST(GradeAttack, NothingOfTheHostRunsBesideAKernel) {
+    const GradeRun r = grade_level("01", control("attack_emu_beside_kernel.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    if (!cgroups(r)) GTEST_SKIP() << "no writable cgroup here: " << r.doc["sandbox"]["description"];
+    const std::string f = failures(r.doc);
+    const auto at = f.find("GAP_MS ");
+    ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
+    EXPECT_GE(std::stoi(f.substr(at + 7)), 300) << "host code ran while the kernel did: " << f;
+}
+
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;
