@@ -3,6 +3,8 @@
 #include "commands/grade/sandbox.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -101,16 +103,15 @@ constexpr int kSeccompFd = 9;
 
 // The bwrap command line that runs spec.argv in the sandbox.
 std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
-    std::vector<std::string> a = {sb.bwrap,        "--unshare-all", "--die-with-parent", "--new-session",
-                                  "--ro-bind",     "/usr",          "/usr",              "--symlink",
-                                  "usr/lib",       "/lib",          "--symlink",         "usr/lib64",
-                                  "/lib64",        "--symlink",     "usr/bin",           "/bin",
-                                  "--symlink",     "usr/sbin",      "/sbin",             "--proc",
-                                  "/proc",         "--dev",         "/dev",              "--tmpfs",
-                                  "/tmp"};
+    std::vector<std::string> a = {sb.bwrap, "--unshare-all", "--die-with-parent", "--new-session"};
+    if (spec.system_files) a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
+    a.insert(a.end(), {"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
+                       "/bin", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
+                       "/tmp"});
     // /etc/alternatives resolves Debian's library and compiler links; nothing else of /etc.
     for (const char* p : {"/etc/alternatives", "/etc/ld.so.cache"})
-        if (fs::exists(p)) a.insert(a.end(), {"--ro-bind", p, p});
+        if (spec.system_files && fs::exists(p)) a.insert(a.end(), {"--ro-bind", p, p});
+    for (auto& [from, to] : spec.ro_binds_at) a.insert(a.end(), {"--ro-bind", from, to});
     for (auto& d : sb.masked_dirs) a.insert(a.end(), {"--tmpfs", d});
     for (auto& f : sb.masked_files) a.insert(a.end(), {"--ro-bind", "/dev/null", f});
     if (sb.gpu) {
@@ -813,6 +814,15 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     // A log of its own: the worker's would be a file both write and the
     // host can read back.
     w.executor_log = std::make_shared<Log>();
+    // Files of its own: copies of the executable and the libraries it
+    // loads, and nothing else of the machine's, so that no page of a file
+    // is cached for both (a kernel touching pages for the host to time).
+    if (spec.sandboxed && sb.enabled) {
+        x.ro_binds.clear();
+        x.system_files = false;
+        const fs::path exe = spec.argv.at(0);
+        x.ro_binds_at = private_copies(exe, exe.parent_path() / (exe.filename().string() + ".executor"));
+    }
     const Prepared p = prepare(sb, x, w.executor_cgroup.get());
     const int fds[1][2] = {{fd, kExecutorFd}};
     const pid_t pid = fork();
@@ -824,6 +834,96 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     }
     w.executor = pid;
     if (w.executor_cgroup) w.executor_cgroup->freeze();  // runs only while a kernel does
+}
+
+namespace {
+
+// The DT_NEEDED names and the PT_INTERP path of a 64-bit ELF file.
+struct Dynamic {
+    std::vector<std::string> needed;
+    std::string interp;
+};
+
+Dynamic read_dynamic(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto bad = [&](const char* why) { return std::runtime_error(file.string() + ": " + why); };
+    Elf64_Ehdr eh;
+    if (bytes.size() < sizeof eh) throw bad("not an ELF file");
+    std::memcpy(&eh, bytes.data(), sizeof eh);
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) throw bad("not a 64-bit ELF file");
+    std::vector<Elf64_Phdr> ph(eh.e_phnum);
+    if (eh.e_phoff + std::size_t(eh.e_phnum) * sizeof(Elf64_Phdr) > bytes.size()) throw bad("truncated");
+    std::memcpy(ph.data(), bytes.data() + eh.e_phoff, ph.size() * sizeof(Elf64_Phdr));
+    // A virtual address to its offset in the file, through the PT_LOAD segments.
+    const auto offset_of = [&](std::uint64_t vaddr) -> std::uint64_t {
+        for (const auto& p : ph)
+            if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz)
+                return vaddr - p.p_vaddr + p.p_offset;
+        throw bad("an address outside its segments");
+    };
+    const auto string_at = [&](std::uint64_t off) {
+        if (off >= bytes.size()) throw bad("a string outside the file");
+        return std::string(bytes.c_str() + off);
+    };
+    Dynamic d;
+    for (const auto& p : ph) {
+        if (p.p_type == PT_INTERP) d.interp = string_at(p.p_offset);
+        if (p.p_type != PT_DYNAMIC) continue;
+        if (p.p_offset + p.p_filesz > bytes.size()) throw bad("truncated");
+        std::vector<Elf64_Dyn> dyn(p.p_filesz / sizeof(Elf64_Dyn));
+        std::memcpy(dyn.data(), bytes.data() + p.p_offset, dyn.size() * sizeof(Elf64_Dyn));
+        std::uint64_t strtab = 0;
+        for (const auto& e : dyn)
+            if (e.d_tag == DT_STRTAB) strtab = offset_of(e.d_un.d_ptr);
+        for (const auto& e : dyn)
+            if (e.d_tag == DT_NEEDED) d.needed.push_back(string_at(strtab + e.d_un.d_val));
+    }
+    return d;
+}
+
+// Where the sandbox (bwrap_argv's links: /lib -> usr/lib, /lib64 -> usr/lib64)
+// has a path of the host's.
+std::string sandbox_path(const std::string& p) {
+    for (const char* top : {"/lib/", "/lib64/", "/bin/", "/sbin/"})
+        if (p.rfind(top, 0) == 0) return "/usr" + p;
+    return p;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& exe, const fs::path& into) {
+    fs::create_directories(into);
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto copy = [&](const fs::path& from, const std::string& inside) {
+        const fs::path to = into / std::to_string(out.size());
+        fs::copy_file(fs::canonical(from), to, fs::copy_options::overwrite_existing);
+        out.emplace_back(to.string(), inside);
+    };
+    copy(exe, exe.string());
+    Dl_info info{};
+    std::vector<std::string> dirs;
+    if (dladdr(reinterpret_cast<void*>(&::printf), &info) && info.dli_fname)
+        dirs.push_back(fs::path(info.dli_fname).parent_path().string());
+    for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) dirs.emplace_back(d);
+    std::vector<std::string> todo = read_dynamic(exe).needed, done;
+    if (const std::string interp = read_dynamic(exe).interp; !interp.empty()) copy(interp, sandbox_path(interp));
+    while (!todo.empty()) {
+        const std::string name = todo.back();
+        todo.pop_back();
+        if (std::find(done.begin(), done.end(), name) != done.end()) continue;
+        done.push_back(name);
+        std::string found;
+        for (const auto& d : dirs)
+            if (fs::exists(d + "/" + name)) {
+                found = d + "/" + name;
+                break;
+            }
+        if (found.empty()) throw std::runtime_error("the library " + name + " that " + exe.string() + " needs is not in " + dirs.front() + " or /lib64, /usr/lib64, /lib, /usr/lib");
+        copy(found, sandbox_path(found));
+        for (auto& n : read_dynamic(found).needed) todo.push_back(n);
+    }
+    return out;
 }
 
 std::function<bool(bool)> launch_gate(const Worker& w) {

@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands/grade/grade_protocol.hpp"
@@ -85,6 +86,10 @@ struct ChildSpec {
     std::vector<std::string> argv;  // argv[0]: an absolute path
     std::vector<std::string> env;
     std::vector<std::string> ro_binds, rw_binds;  // visible at the same path inside
+    // {file, path inside}: visible read-only at another path (the kernel
+    // executor's private copies of its executable and libraries).
+    std::vector<std::pair<std::string, std::string>> ro_binds_at;
+    bool system_files = true;  // /usr, /etc/alternatives, ld.so.cache; false: only what ro_binds* give
     std::vector<std::string> hidden;              // folders inside those binds shown empty
     std::string chdir = "/tmp";
     Limits limits;
@@ -177,13 +182,23 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
 // Under cuda-emu: the kernel executor of worker `w` (harness/emu/
 // remote_device.hpp), `spec` run again with MEMWALL_EMU_EXECUTOR_FD: a
 // sandbox of its own (no /tmp, socket namespace or process of the worker's
-// in sight), with `fd` (the device memory's executor end) as its
-// descriptor 3, a log of its own, and where cgroups can be made a cgroup
+// in sight; for files, private copies of the executable and the libraries
+// it loads, nothing else), with `fd` (the device memory's executor end) as
+// its descriptor 3, a log of its own, and where cgroups can be made a cgroup
 // of its own with the worker's limits: frozen but while a kernel runs, when
 // the worker's is held frozen (launch_gate), so that nothing of the host
 // runs beside a kernel, nor anything of a kernel beside the host. Its CPU
 // time counts with the worker's. Stopped with the worker.
 void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd);
+// Private copies, in folder `into`, of the dynamic executable `exe` and of
+// every shared library it loads (DT_NEEDED, transitively, found as the
+// dynamic loader finds them without a cache: the folder of the grader's own
+// C library, then /lib64, /usr/lib64, /lib, /usr/lib) and its loader
+// (PT_INTERP): {copy, path inside the sandbox}, the executable first.
+// Throws naming a library it cannot find.
+std::vector<std::pair<std::string, std::string>> private_copies(const std::filesystem::path& exe,
+                                                                const std::filesystem::path& into);
+
 // The switch a launch makes (DeviceServer::set_launch_gate): entering, the
 // worker held frozen and the executor thawed; leaving, the reverse. Empty
 // without cgroups.

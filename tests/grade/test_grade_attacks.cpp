@@ -280,6 +280,26 @@ TEST(GradeAttack, NothingOfTheHostRunsBesideAKernel) {
     EXPECT_GE(std::stoi(f.substr(at + 7)), 300) << "host code ran while the kernel did: " << f;
 }
 
+// Under cuda-emu a kernel sees no file the host code sees (no page of a
+// file is cached for both): not /usr, and its executable is a copy.
+TEST(GradeAttack, KernelsSeeNoFileTheHostSees) {
+    const GradeRun r = grade_level("01", control("attack_emu_shared_files.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto field = [&](const std::string& tag, const std::string& key) {
+        const auto at = f.find(tag);
+        if (at == std::string::npos) return std::string("(missing)");
+        const auto k = f.find(key + "=", at);
+        const auto end = f.find_first_of(" \n", k + key.size() + 1);
+        return f.substr(k + key.size() + 1, end - k - key.size() - 1);
+    };
+    ASSERT_EQ(field("HOST_FILES", "usr"), "seen") << f;
+    ASSERT_NE(field("KERNEL_FILES", "exe"), "(missing)") << "the kernel did not run:\n" << f;
+    EXPECT_NE(field("KERNEL_FILES", "usr").rfind("seen", 0), 0u) << f;
+    EXPECT_NE(field("KERNEL_FILES", "exe"), field("HOST_FILES", "exe")) << "one executable file for both: " << f;
+}
+
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;
