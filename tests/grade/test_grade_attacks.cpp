@@ -446,6 +446,10 @@ TEST(GradeAttack, ManyProcessesGetOneShareOfABusyCore) {
         const pid_t p = fork();
         ASSERT_GE(p, 0);
         if (p == 0) {
+            // A session of its own: where autogroups are on, a group whose
+            // whole weight is on this core (spinners sharing the test's
+            // group would split its weight between the cores).
+            setsid();
             cpu_set_t one;
             CPU_ZERO(&one);
             CPU_SET(cpu, &one);
