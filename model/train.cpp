@@ -34,6 +34,7 @@
 #include "harness/strings.hpp"
 #include "model/checkpoint.hpp"
 #include "model/corpus.hpp"
+#include "model/ngram.hpp"
 #include "model/trainer.hpp"
 
 namespace mw {
@@ -54,7 +55,16 @@ struct TrainCliOptions {
     std::int64_t stop_after = 0;  // stop (and save) after this step; 0 = run the whole schedule
     int threads = 0;
     bool quiet = false;
+    bool baseline_only = false;  // --baseline: the n-gram baseline alone, nothing trained
 };
+
+// The yardstick beside the transformer's validation loss: a byte 6-gram
+// with interpolated Witten-Bell smoothing (model/ngram.hpp), counted on the
+// training split, scored on the validation split, nats per byte.
+constexpr int kBaselineOrder = 6;
+double ngram_baseline(const model::Corpus& corpus) {
+    return model::NgramModel(corpus.train, kBaselineOrder).cross_entropy(corpus.validation);
+}
 
 std::string hms(double s) {
     const int t = int(std::lround(s));
@@ -189,7 +199,7 @@ void save_weights(const TrainCliOptions& o, const model::TrainState& state, cons
 // The training record (memwall.train/1).
 nlohmann::json train_record(const TrainCliOptions& o, const nlohmann::json& machine, const Ceilings& ceil,
                             const model::TrainState& state, const model::Corpus& corpus, std::size_t train_bytes,
-                            std::size_t val_bytes, const TrainLog& log, const StepCost& cost) {
+                            std::size_t val_bytes, const TrainLog& log, const StepCost& cost, double baseline) {
     const auto& t = o.train;
     const double per_step = log.per_step;
     return {
@@ -212,6 +222,9 @@ nlohmann::json train_record(const TrainCliOptions& o, const nlohmann::json& mach
                      {"peak_fp32_gflops", cost.peak / 1e9}, {"mfu", cost.flops / per_step / cost.peak},
                      {"hfu", cost.flops / per_step / cost.peak},
                      {"final_val_loss", log.evals.empty() ? nlohmann::json() : log.evals.back()["val_loss"]},
+                     {"ngram_baseline", {{"val_loss", baseline}, {"order", kBaselineOrder},
+                                         {"smoothing", "interpolated Witten-Bell (model/ngram.hpp)"},
+                                         {"command", "memwall train --baseline"}}},
                      {"checkpoint", path_for_record(o.out)}}},
         {"steps", log.steps},
         {"evals", log.evals},
@@ -242,6 +255,13 @@ std::string results_folder(const TrainCliOptions& o) {
 }
 
 int run_train(TrainCliOptions o) {
+    if (o.baseline_only) {
+        const model::Corpus corpus = read_corpus(o.corpus);
+        std::printf("%d-gram (interpolated Witten-Bell) on the training split (%zu bytes): validation loss %.4f nats/byte "
+                    "on the held-out split (%zu bytes)\n",
+                    kBaselineOrder, corpus.train.size(), ngram_baseline(corpus), corpus.validation.size());
+        return 0;
+    }
     if (o.out.empty()) o.out = (std::filesystem::path(results_folder(o)) / ("model-" + o.name + ".safetensors")).string();
     check_options(o);
     if (o.threads > 0) omp_set_num_threads(o.threads);
@@ -255,17 +275,20 @@ int run_train(TrainCliOptions o) {
     const std::int64_t until = o.stop_after > 0 ? std::min(o.stop_after, t.steps) : t.steps;
     const TrainLog log = train(o, train_tokens, val_tokens, state, until, cost);
     save_weights(o, state, corpus);
+    const double baseline = ngram_baseline(corpus);
 
     const nlohmann::json machine = machine_info();
     const std::string dir = results_folder(o);
     const std::filesystem::path out_json = std::filesystem::path(dir) / ("train-" + o.name + ".json");
     write_json_atomic(out_json,
-                      train_record(o, machine, ceil, state, corpus, train_tokens.size(), val_tokens.size(), log, cost));
+                      train_record(o, machine, ceil, state, corpus, train_tokens.size(), val_tokens.size(), log, cost,
+                                   baseline));
     plot_loss(o, dir, machine, log);
-    std::printf("trained %lld steps in %s: %.0f tokens/s, %.1f GFLOP/s = %.1f%% MFU; validation loss %.3f nats/byte\n",
+    std::printf("trained %lld steps in %s: %.0f tokens/s, %.1f GFLOP/s = %.1f%% MFU; validation loss %.3f nats/byte "
+                "(the %d-gram baseline: %.3f)\n",
                 (long long)state.opt.step, hms(log.wall).c_str(), cost.tokens / log.per_step,
                 cost.flops / log.per_step / 1e9, 100 * cost.flops / log.per_step / cost.peak,
-                log.evals.empty() ? NAN : log.evals.back()["val_loss"].get<double>());
+                log.evals.empty() ? NAN : log.evals.back()["val_loss"].get<double>(), kBaselineOrder, baseline);
     std::printf("wrote %s, %s\n", o.out.c_str(), out_json.string().c_str());
     return 0;
 }
@@ -304,5 +327,7 @@ MW_REGISTER_COMMAND(train, [](CLI::App& app) -> mw::CommandAction {
     sub->add_option("--ceilings", o->ceilings, "ceilings from `memwall calibrate` (else a quick calibration)");
     sub->add_option("--threads", o->threads, "OpenMP threads (0: all)");
     sub->add_flag("--quiet", o->quiet, "no progress lines");
+    sub->add_flag("--baseline", o->baseline_only,
+                  "print the byte 6-gram baseline's validation loss (interpolated Witten-Bell) and exit: nothing is trained");
     return [o] { return mw::run_train(*o); };
 });

@@ -216,6 +216,20 @@ TEST(Cli, GenerateSpeculativelyAtATemperature) {
     fs::remove(out);
 }
 
+// The yardstick of the training record: a byte 6-gram on the training split
+// scores the held-out split far below the ~3 nats/byte of byte frequencies
+// alone, and far above zero; nothing is trained or written.
+TEST(Cli, TrainBaselineScoresTheHeldOutSplit) {
+    auto r = memwall("train --baseline");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto at = r.output.find("validation loss ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const double loss = std::stod(r.output.substr(at + 16));
+    EXPECT_GT(loss, 1.0) << r.output;
+    EXPECT_LT(loss, 2.5) << r.output;
+    EXPECT_EQ(r.output.find("trained"), std::string::npos) << r.output;
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
     auto r = memwall("frobnicate");
     EXPECT_EQ(r.status, 2) << r.output;
