@@ -89,6 +89,13 @@ int block_barrier(int mode, int pred, const std::source_location& loc);
 // Warp primitive on up to 8 bytes of payload. Returns the lane's result bits.
 std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t bits, int arg, int width, const std::source_location& loc);
 unsigned active_mask();
+// cp.async (kernels/cuda/tensor_core.cuh): `size` bytes (4, 8, 16) of
+// `src` to shared `dst`, of which `src_size` are read and the rest zeroed;
+// commit closes the current group; wait completes every committed group
+// but the newest `pending_groups`. The current fiber's, per thread as on a GPU.
+void async_copy(void* dst, const void* src, int size, int src_size);
+void async_commit();
+void async_wait(int pending_groups);
 void* dynamic_shared();
 [[noreturn]] void trap(const std::source_location& loc);
 

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <boost/context/detail/fcontext.hpp>
+#include <algorithm>
+#include <cstring>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -66,6 +68,16 @@ struct Fiber {
     std::uint64_t value = 0, result = 0;
     int arg = 0, width = 32;
     void* asan_fake = nullptr;
+    // cp.async copies issued and not yet complete: their bytes (read at
+    // issue), where they go, and their group (the count of commits before).
+    struct AsyncCopy {
+        unsigned char* dst;
+        unsigned char bytes[16];
+        int size;
+        int group;
+    };
+    std::vector<AsyncCopy> async;
+    int commits = 0;
 };
 
 // Fiber stacks of one worker: allocated once, reused by every block, each
@@ -461,6 +473,8 @@ void run_block(Worker& w, unsigned long long linear) {
         f.tid = i;
         f.abort = false;
         f.started = false;
+        f.async.clear();  // shared memory is the block's: copies still in flight die with it
+        f.commits = 0;
         f.stack_lo = w.stacks.lo(static_cast<std::size_t>(i));
 #if MW_EMU_ASAN
         // Frames abandoned by the previous block's fibers leave poisoned redzones.
@@ -609,6 +623,32 @@ std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t bits, int arg, int
     if (check_warp_arrival(w, f, warp, lane) && (arrived & mask) == mask) resolve_warp(w, warp, mask);
     yield(w, f);
     return f.result;
+}
+
+// cp.async: the source is read at issue and the destination filled with
+// 0xff bytes (a NaN in every float format) until the copy completes at a
+// wait, so a kernel that reads it before waiting reads poison rather than
+// the data a fast GPU might happen to have delivered.
+void async_copy(void* dst, const void* src, int size, int src_size) {
+    Worker& w = current_worker("cp.async");
+    Fiber& f = *w.current;
+    if (size != 4 && size != 8 && size != 16) trap(std::source_location::current());
+    Fiber::AsyncCopy c{static_cast<unsigned char*>(dst), {}, size, f.commits};
+    std::memcpy(c.bytes, src, std::size_t(std::clamp(src_size, 0, size)));  // the rest: zero fill
+    std::memset(dst, 0xff, std::size_t(size));
+    f.async.push_back(c);
+}
+
+void async_commit() { ++current_worker("cp.async.commit_group").current->commits; }
+
+void async_wait(int pending_groups) {
+    Fiber& f = *current_worker("cp.async.wait_group").current;
+    // Complete every copy of a committed group but the newest `pending_groups`.
+    std::erase_if(f.async, [&](const Fiber::AsyncCopy& c) {
+        if (c.group >= f.commits - pending_groups) return false;
+        std::memcpy(c.dst, c.bytes, std::size_t(c.size));
+        return true;
+    });
 }
 
 unsigned active_mask() {

@@ -1,5 +1,5 @@
-// Tensor-core instructions for the CUDA rungs, one wrapper each (sm_80 and
-// later): compiled by nvcc, the PTX instruction itself; under cuda-emu, a
+// Tensor-core instructions for the CUDA rungs, and the asynchronous copy
+// that feeds them, one wrapper each (sm_80 and later): compiled by nvcc, the PTX instruction itself; under cuda-emu, a
 // body of warp shuffles that follows the per-thread fragment layouts the PTX
 // ISA documents ("Matrix Fragments for mma.m16n8k16 with floating point
 // type", "Warp-level matrix load instruction: ldmatrix"). Each lane holds
@@ -31,8 +31,22 @@
 //   2 (l % 4) + 1 (the matrix transposed on the way: an A row-major tile
 //   loaded as B's "col" fragment).
 //
-// All 32 lanes of the warp must call each wrapper together, converged
-// (the .sync.aligned of the instructions).
+//   cp_async16(dst, src, src_bytes): cp.async.cg.shared.global, 16 bytes
+//   from global `src` to shared `dst` (both 16-byte aligned) without
+//   passing through registers; only `src_bytes` (0..16) are read, the rest
+//   of the 16 zero-filled (a tile's edge: no read past the matrix).
+//   cp_async_commit(): closes this thread's current group of copies;
+//   cp_async_wait<N>(): waits until at most the newest N committed groups
+//   are still in flight (a copy not yet committed is not waited for). The
+//   copies land in shared memory only then, and other threads see them
+//   after a __syncthreads that follows the wait. Per thread; no warp-wide
+//   convergence needed. Under cuda-emu the destination holds poison (0xff
+//   bytes, NaN in every float format) from issue to the wait that
+//   completes it, so a kernel that reads a stage before waiting for it
+//   fails under emulation as it may on a GPU.
+//
+// mma and ldmatrix: all 32 lanes of the warp must call each wrapper
+// together, converged (the .sync.aligned of the instructions).
 #pragma once
 
 #include <cstdint>
@@ -139,6 +153,32 @@ template <int N, bool Trans = false> __device__ inline void ldmatrix(unsigned r[
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(addr));
+#endif
+}
+
+__device__ inline void cp_async16(void* dst, const void* src, int src_bytes = 16) {
+#if MEMWALL_EMU
+    ::mw::emu::detail::async_copy(dst, src, 16, src_bytes);
+#else
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(src_bytes));
+#endif
+}
+
+__device__ inline void cp_async_commit() {
+#if MEMWALL_EMU
+    ::mw::emu::detail::async_commit();
+#else
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N> __device__ inline void cp_async_wait() {
+    static_assert(N >= 0 && N <= 7, "cp.async.wait_group takes 0..7");
+#if MEMWALL_EMU
+    ::mw::emu::detail::async_wait(N);
+#else
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
 

@@ -57,5 +57,9 @@ std::vector<float> mma_tile(const std::vector<std::uint16_t>& A, const std::vect
 std::vector<std::uint32_t> ldmatrix_lanes(const std::vector<std::uint16_t>& M, int n, bool trans);
 // D = A B (bf16) with both fragments loaded by ldmatrix from row-major shared memory.
 std::vector<float> mma_via_ldmatrix(const std::vector<std::uint16_t>& A, const std::vector<std::uint16_t>& B);
+// Two cp.async stages of in[256] (stage 1's last 16 bytes: only `tail_bytes`
+// read): both stages after wait_group 1 (out[0, 256)), after wait_group 0
+// (out[256, 512)).
+std::vector<float> cp_async_stages(const std::vector<float>& in, int tail_bytes);
 
 }  // namespace emu_test

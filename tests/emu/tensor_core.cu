@@ -74,6 +74,28 @@ __global__ void mma_ldmatrix_kernel(const u16* A, const u16* B, float* D) {
     D[g * 8 + 2 * t] = d[0], D[g * 8 + 2 * t + 1] = d[1], D[(g + 8) * 8 + 2 * t] = d[2], D[(g + 8) * 8 + 2 * t + 1] = d[3];
 }
 
+// Two stages of a copy pipeline, one warp: lane l copies floats 4l .. 4l + 3
+// of stage 0 (group 0) and of stage 1 (group 1; lane 31 reads only
+// `tail_bytes` of its 16, the rest zero-filled) with cp.async; after
+// wait_group 1 it writes both stages to out[0, 256), after wait_group 0 to
+// out[256, 512). Stage 1 after wait_group 1 is a race on a GPU (the copy
+// may have landed or not), poison under cuda-emu.
+__global__ void cp_async_kernel(const float* in, float* out, int tail_bytes) {
+    __shared__ __align__(16) float sm[2][128];
+    const int l = int(threadIdx.x);
+    mw::tc::cp_async16(&sm[0][4 * l], in + 4 * l);
+    mw::tc::cp_async_commit();
+    mw::tc::cp_async16(&sm[1][4 * l], in + 128 + 4 * l, l == 31 ? tail_bytes : 16);
+    mw::tc::cp_async_commit();
+    mw::tc::cp_async_wait<1>();
+    __syncthreads();
+    for (int i = 0; i < 4; ++i) out[4 * l + i] = sm[0][4 * l + i], out[128 + 4 * l + i] = sm[1][4 * l + i];
+    __syncthreads();
+    mw::tc::cp_async_wait<0>();
+    __syncthreads();
+    for (int i = 0; i < 4; ++i) out[256 + 4 * l + i] = sm[0][4 * l + i], out[384 + 4 * l + i] = sm[1][4 * l + i];
+}
+
 template <class T> T* device(const std::vector<T>& h) {
     T* d = nullptr;
     MW_CUDA_CHECK(cudaMalloc(&d, h.size() * sizeof(T)));
@@ -122,6 +144,14 @@ std::vector<float> mma_via_ldmatrix(const std::vector<std::uint16_t>& A, const s
     mw::launch(mma_ldmatrix_kernel, dim3(1), dim3(32), 0, nullptr, dA, dB, dD);
     cudaFree(dA), cudaFree(dB);
     return fetch(dD, 128);
+}
+
+std::vector<float> cp_async_stages(const std::vector<float>& in, int tail_bytes) {
+    float* dIn = device(in);
+    float* out = device(std::vector<float>(512, 0.0f));
+    mw::launch(cp_async_kernel, dim3(1), dim3(32), 0, nullptr, dIn, out, tail_bytes);
+    cudaFree(dIn);
+    return fetch(out, 512);
 }
 
 }  // namespace emu_test

@@ -124,4 +124,20 @@ inline void check_mma_from_ldmatrix_fragments_is_the_product() {
     EXPECT_LE(e.worst_vs_bound, 1.0) << "worst error " << e.worst;
 }
 
+// cp.async in two groups: after wait_group 1 the older group has landed;
+// after wait_group 0 both have, and the bytes past `src_bytes` of a partial
+// copy are zero (4, 8 and 0 of 16 bytes read).
+inline void check_cp_async_groups_land_in_order() {
+    std::vector<float> in(256);
+    for (int i = 0; i < 256; ++i) in[std::size_t(i)] = 0.5f + float(i);
+    for (const int tail : {16, 4, 8, 0}) {
+        const auto out = emu_test::cp_async_stages(in, tail);
+        for (int i = 0; i < 128; ++i) EXPECT_EQ(out[std::size_t(i)], in[std::size_t(i)]) << "stage 0 after wait_group 1, float " << i;
+        for (int i = 0; i < 256; ++i) {
+            const float want = i >= 252 && (i - 252) * 4 >= tail ? 0.0f : in[std::size_t(i)];
+            EXPECT_EQ(out[256 + std::size_t(i)], want) << "after wait_group 0, float " << i << ", tail " << tail;
+        }
+    }
+}
+
 }  // namespace mw::test::tensor_core

@@ -4,6 +4,8 @@
 // throw mw::emu::LaunchError naming kernel, block and thread.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -284,6 +286,20 @@ TEST(EmuTensorCore, LdmatrixFollowsThePtxLayouts) { mw::test::tensor_core::check
 
 TEST(EmuTensorCore, MmaFromLdmatrixFragmentsIsTheProduct) {
     mw::test::tensor_core::check_mma_from_ldmatrix_fragments_is_the_product();
+}
+
+TEST(EmuTensorCore, CpAsyncGroupsLandInOrder) { mw::test::tensor_core::check_cp_async_groups_land_in_order(); }
+
+// Emulator only: a stage read before the wait that completes it is poison
+// (0xff bytes, a NaN), not the data a GPU might or might not have delivered.
+TEST(EmuTensorCore, CpAsyncReadBeforeItsWaitIsPoison) {
+    std::vector<float> in(256, 1.0f);
+    const auto out = emu_test::cp_async_stages(in, 16);
+    for (int i = 128; i < 256; ++i) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &out[std::size_t(i)], 4);
+        EXPECT_EQ(bits, 0xffffffffu) << "stage 1 read after wait_group 1 only, float " << i - 128;
+    }
 }
 
 // A benchmark figure, not a pass/fail timing: the 256^3 tiled GEMM (32x32

@@ -54,4 +54,9 @@ TEST(TensorCoreCuda, MmaFromLdmatrixFragmentsIsTheProduct) {
     cases::check_mma_from_ldmatrix_fragments_is_the_product();
 }
 
+TEST(TensorCoreCuda, CpAsyncGroupsLandInOrder) {
+    MW_TENSOR_CORES_OR_SKIP();
+    cases::check_cp_async_groups_land_in_order();
+}
+
 }  // namespace
