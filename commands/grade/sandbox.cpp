@@ -25,6 +25,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -114,6 +116,22 @@ std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     for (auto& [from, to] : spec.ro_binds_at) a.insert(a.end(), {"--ro-bind", from, to});
     for (auto& d : sb.masked_dirs) a.insert(a.end(), {"--tmpfs", d});
     for (auto& f : sb.masked_files) a.insert(a.end(), {"--ro-bind", "/dev/null", f});
+    // The machine's counters, which the sandbox's own /proc would show:
+    // processes forked, loads, free memory, AIO contexts, locks, interrupts
+    // and idle time, all shared with every other process (under cuda-emu,
+    // what a kernel would move for the host to read). What a program reads
+    // of itself (/proc/self) and the CPUs it has stay.
+    if (spec.seccomp != SeccompRole::compiler) {
+        for (const char* f : {"stat", "loadavg", "meminfo", "vmstat", "zoneinfo", "buddyinfo", "pagetypeinfo",
+                              "slabinfo", "interrupts", "softirqs", "schedstat", "sched_debug", "diskstats", "locks",
+                              "swaps", "uptime", "key-users", "keys", "timer_list", "vmallocinfo", "cgroups",
+                              "kallsyms", "modules", "latency_stats"})
+            if (fs::is_regular_file(std::string("/proc/") + f))
+                a.insert(a.end(), {"--ro-bind", "/dev/null", std::string("/proc/") + f});
+        for (const char* d : {"sys", "pressure", "sysvipc", "fs", "irq"})
+            if (fs::is_directory(std::string("/proc/") + d)) a.insert(a.end(), {"--tmpfs", std::string("/proc/") + d});
+        if (!sb.gpu && fs::is_directory("/proc/driver")) a.insert(a.end(), {"--tmpfs", "/proc/driver"});  // the GPU driver reads its own
+    }
     if (sb.gpu) {
         for (const char* d : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"})
             a.insert(a.end(), {"--dev-bind-try", d, d});
@@ -222,7 +240,7 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
     if (sandboxed && !cg && spec.limits.max_tasks > 0)
         cap = tasks_of(as_nobody ? kNobody : getuid()) + static_cast<rlim_t>(spec.limits.max_tasks);
     Prepared p{ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits, as_nobody, cap,
-               sandboxed, OwnedFd(sandboxed ? seccomp_program_fd() : -1)};
+               sandboxed, OwnedFd(sandboxed ? seccomp_program_fd(spec.seccomp) : -1)};
     if (!spec.limits.cpus.empty()) p.pin = true, p.cpus = as_set(spec.limits.cpus);
     return p;
 }
@@ -613,6 +631,52 @@ int Cgroup::kill_all() {
     return killed;
 }
 
+int Cgroup::kill_all_but(pid_t keep) {
+    // `keep` (bubblewrap), its child (bubblewrap again, the PID namespace's
+    // first process) and that one's first child (the program): not what a
+    // kernel's process left, orphans of which the namespace's first process
+    // adopts too, started later.
+    struct Stat {
+        long ppid = 0;
+        unsigned long long start = 0;
+    };
+    const auto stat_of = [](long pid) {
+        Stat st;
+        const std::string line = read_small("/proc/" + std::to_string(pid) + "/stat");
+        const auto close = line.rfind(')');
+        if (close == std::string::npos) return st;
+        std::istringstream in(line.substr(close + 2));
+        std::string field;
+        for (int i = 3; i <= 22 && in >> field; ++i) {
+            if (i == 4) st.ppid = std::strtol(field.c_str(), nullptr, 10);
+            if (i == 22) st.start = std::strtoull(field.c_str(), nullptr, 10);
+        }
+        return st;
+    };
+    int killed = 0;
+    for (int round = 0; round < 200; ++round) {
+        std::map<long, Stat> tasks;
+        std::istringstream procs(read_small(pids_ + "/cgroup.procs"));
+        for (long pid; procs >> pid;) tasks[pid] = stat_of(pid);
+        std::set<long> kept = {keep};
+        for (auto& [pid, st] : tasks)
+            if (st.ppid == keep) kept.insert(pid);
+        for (long b : std::set<long>(kept)) {
+            long first = 0;
+            for (auto& [pid, st] : tasks)
+                if (b != keep && st.ppid == b && (first == 0 || st.start < tasks[first].start)) first = pid;
+            if (first) kept.insert(first);
+        }
+        int n = 0;
+        for (auto& [pid, st] : tasks)
+            if (!kept.count(pid)) kill(static_cast<pid_t>(pid), SIGKILL), ++n;
+        if (n == 0) return killed;
+        killed = std::max(killed, n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return killed;
+}
+
 bool Cgroup::empty() const { return read_small(pids_ + "/cgroup.procs").find_first_of("0123456789") == std::string::npos; }
 
 // --- logs ----------------------------------------------------------------------
@@ -804,6 +868,7 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     ChildSpec x = spec;
     const std::string device_variable = std::string(emu::remote::kFdVariable) + "=";
     std::erase_if(x.env, [&](const std::string& e) { return e.rfind(device_variable, 0) == 0; });
+    x.seccomp = SeccompRole::executor;
     // Its one descriptor is the first after standard error (exec_child keeps 3 .. 3 + n - 1).
     constexpr int kExecutorFd = 3;
     x.env.push_back(std::string(emu::remote::kExecutorVariable) + "=" + std::to_string(kExecutorFd));
@@ -928,12 +993,17 @@ std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& 
 
 std::function<bool(bool)> launch_gate(const Worker& w) {
     if (!w.cgroup || !w.executor_cgroup) return {};
-    return [host = w.cgroup, device = w.executor_cgroup](bool entering) {
+    return [host = w.cgroup, device = w.executor_cgroup, bwrap = w.executor](bool entering) {
         if (entering) {
             if (!host->hold()) return false;
             device->thaw();
             return true;
         }
+        // Nothing of a kernel outlives its launch: whatever its process
+        // started (a process holding kernel objects the machine counts) is
+        // killed before the host runs again; bubblewrap and the executor
+        // under it stay.
+        device->kill_all_but(bwrap);
         const bool frozen = device->freeze();
         host->release();
         return frozen;

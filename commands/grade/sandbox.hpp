@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "commands/grade/grade_protocol.hpp"
+#include "commands/grade/seccomp.hpp"
 
 namespace mw::grade {
 
@@ -90,6 +91,7 @@ struct ChildSpec {
     // executor's private copies of its executable and libraries).
     std::vector<std::pair<std::string, std::string>> ro_binds_at;
     bool system_files = true;  // /usr, /etc/alternatives, ld.so.cache; false: only what ro_binds* give
+    SeccompRole seccomp = SeccompRole::worker;  // which filter (seccomp.hpp)
     std::vector<std::string> hidden;              // folders inside those binds shown empty
     std::string chdir = "/tmp";
     Limits limits;
@@ -114,6 +116,7 @@ public:
     bool tasks_exhausted() const;   // the process/thread cap refused a fork or a thread
     long long oom_kills() const;    // processes the memory limit has killed so far
     int kill_all();                 // SIGKILL every task in it; how many there were
+    int kill_all_but(pid_t keep);   // ... but `keep` and its children (running tasks only)
     bool empty() const;
     bool cpu_group() const { return cpu_group_; }  // one scheduling group (cpu controller)
 

@@ -94,15 +94,31 @@ void add_rules(Filter& f) {
     for (int s : {SCMP_SYS(setsid), SCMP_SYS(setpgid)}) f.deny(s);
 }
 
+// What host code could read of a kernel's doing, or a kernel leave behind.
+void add_role_rules(Filter& f, SeccompRole role) {
+    if (role == SeccompRole::compiler) return;
+    for (int s : {SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit), SCMP_SYS(io_cancel),
+                  SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents), SCMP_SYS(sysinfo)})
+        f.deny(s, ENOSYS);
+    if (role != SeccompRole::executor) return;
+    // A new pipe, socket or memory file takes the next inode number of a
+    // counter the machine shares (and a kernel has no use for one).
+    for (int s : {SCMP_SYS(pipe), SCMP_SYS(pipe2), SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(memfd_create),
+                  SCMP_SYS(eventfd), SCMP_SYS(eventfd2), SCMP_SYS(timerfd_create), SCMP_SYS(signalfd),
+                  SCMP_SYS(signalfd4), SCMP_SYS(epoll_create), SCMP_SYS(epoll_create1), SCMP_SYS(mq_open)})
+        f.deny(s, EMFILE);
+}
+
 }  // namespace
 
-int seccomp_program_fd() {
+int seccomp_program_fd(SeccompRole role) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) throw std::runtime_error("seccomp_init failed");
     Filter f(ctx);
     // Another ABI's syscall numbers mean other calls: kill rather than guess.
     Filter::check(seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), 0);
     add_rules(f);
+    add_role_rules(f, role);
     const int fd = memfd_create("memwall-grade-seccomp", MFD_CLOEXEC);
     if (fd < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
     const int rc = seccomp_export_bpf(ctx, fd);

@@ -12,13 +12,24 @@
 //     kexec, and the rest of what administers the machine (reboot, swap,
 //     acct, clock and quota changes, handles to files by number).
 // Calls from another ABI (32-bit, x32) kill the process.
+//
+// By role, on top of that:
+//   - the worker (the submission's host code): no Linux AIO (io_setup's
+//     contexts are counted machine-wide) and no sysinfo (machine-wide
+//     process counts, loads and free memory): what the host could read
+//     of a kernel's doing;
+//   - the kernel executor (cuda-emu): neither, and nothing that makes a
+//     new kernel object a counter of the machine's numbers (pipes, sockets,
+//     memory files, eventfd, timerfd, signalfd, epoll, POSIX queues).
 #pragma once
 
 namespace mw::grade {
 
+enum class SeccompRole { compiler, worker, executor };
+
 // A new memory file holding the filter as a compiled BPF program, read from
 // its start (what bwrap's --seccomp wants). Throws on failure. The caller
 // closes it.
-int seccomp_program_fd();
+int seccomp_program_fd(SeccompRole role = SeccompRole::worker);
 
 }  // namespace mw::grade

@@ -226,33 +226,36 @@ std::string run_child(const std::vector<unsigned char>& launch) {
 // kernel's writes on success).
 r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, std::string& message) {
     std::fflush(nullptr);
-    int err[2];
+    // The child's message comes back in a page both share (no pipe: under
+    // grading the executor may make no new pipe, whose inode number would
+    // come from a counter the whole machine shares).
+    struct Box {
+        std::uint32_t bytes;
+        char text[r::kMaxMessageBytes];
+    };
     r::LaunchReply reply;
     reply.status = r::kLaunchFailure;
-    if (pipe(err) != 0) return message = "cuda-emu: cannot start the kernel's process (pipe)", reply;
+    void* page = mmap(nullptr, sizeof(Box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return message = "cuda-emu: cannot start the kernel's process (mmap)", reply;
+    auto* box = static_cast<Box*>(page);
+    box->bytes = 0;
     const pid_t child = fork();
     if (child < 0) {
-        close(err[0]), close(err[1]);
+        munmap(page, sizeof(Box));
         return message = "cuda-emu: cannot start the kernel's process (fork)", reply;
     }
     if (child == 0) {
-        close(err[0]);
         const std::string m = run_child(launch);
         std::fflush(nullptr);
-        if (!m.empty()) (void)!::write(err[1], m.data(), std::min(m.size(), r::kMaxMessageBytes));
+        box->bytes = static_cast<std::uint32_t>(std::min(m.size(), r::kMaxMessageBytes));
+        std::memcpy(box->text, m.data(), box->bytes);
         _exit(m.empty() ? 0 : 1);
     }
-    close(err[1]);
-    char buf[512];
-    for (ssize_t k; (k = ::read(err[0], buf, sizeof buf)) != 0;) {
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) break;
-        message.append(buf, static_cast<std::size_t>(k));
-    }
-    close(err[0]);
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+    message.assign(box->text, std::min<std::size_t>(box->bytes, r::kMaxMessageBytes));
+    munmap(page, sizeof(Box));
     if (WIFSIGNALED(status)) {
         const int sig = WTERMSIG(status);
         message = std::string("cuda-emu: the kernel's process died of ") + strsignal(sig) +

@@ -300,6 +300,24 @@ TEST(GradeAttack, KernelsSeeNoFileTheHostSees) {
     EXPECT_NE(field("KERNEL_FILES", "exe"), field("HOST_FILES", "exe")) << "one executable file for both: " << f;
 }
 
+// Under cuda-emu the host reads none of the machine's counters (AIO
+// contexts, forks, loads, free memory, idle time) that a kernel could move,
+// a kernel's process makes no pipe, socket, memory file or AIO context, and
+// nothing it starts outlives its launch (attack_aio_gemm.cu scored 60/60 so).
+TEST(GradeAttack, KernelsMoveNoCounterTheHostCanRead) {
+    const GradeRun r = grade_level("01", control("attack_emu_machine_counters.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    for (const char* tag : {"HOST ", "KERNEL "}) {
+        const auto at = f.find(tag);
+        ASSERT_NE(at, std::string::npos) << tag << "did not run:\n" << f;
+        const std::string line = f.substr(at, f.find('\n', at) - at);
+        EXPECT_EQ(line.find("=ok"), std::string::npos) << line;
+    }
+    if (cgroups(r)) EXPECT_NE(f.find("holder=gone"), std::string::npos) << f;
+}
+
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;

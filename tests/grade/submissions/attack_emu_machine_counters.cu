@@ -1,0 +1,83 @@
+// Attack on cuda-emu's grading of a CUDA exercise, after
+// attack_aio_gemm.cu (a batch of hostile submissions: 60/60 with kernels
+// that computed nothing on the small shapes): a kernel's process forks a
+// holder that keeps io_setup(v) contexts, and the host reads v from the
+// machine-wide /proc/sys/fs/aio-nr; or a kernel forks v times and the host
+// reads the machine's fork count in /proc/stat. Now the host's sandbox
+// shows none of the machine's counters (its /proc masks them; no sysinfo,
+// no AIO), the executor makes no pipe, socket, memory file or AIO context,
+// and whatever a kernel's process started is killed when its launch ends.
+//
+// This control reports what it can reach. Its first call, on the host:
+// "HOST aio-nr=... stat=... loadavg=... meminfo=... uptime=... sysinfo=...
+// io_setup=..." (each "ok" when it worked). Its second: kernel A tries a
+// pipe, a socket, a memory file and io_setup and forks a sleeping holder;
+// kernel B, launched next, looks for the holder and fails with "KERNEL
+// pipe=... socket=... memfd=... io_setup=... holder=alive|gone".
+#include <linux/aio_abi.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "harness/cuda/launch.hpp"
+
+namespace {
+
+std::string readable(const char* path) {
+    std::ifstream in(path);
+    std::string s;
+    return in && std::getline(in, s) && !s.empty() ? "ok" : "refused";
+}
+
+const char* verdict(long rc) { return rc >= 0 ? "ok" : "refused"; }
+
+// out[0..3]: pipe, socket, memfd, io_setup (1: worked); out[4]: the holder's pid.
+__global__ void probe_and_fork(int* out) {
+    int p[2];
+    out[0] = pipe(p) == 0;
+    out[1] = socket(AF_UNIX, SOCK_STREAM, 0) >= 0;
+    out[2] = memfd_create("x", 0) >= 0;
+    aio_context_t ctx = 0;
+    out[3] = syscall(SYS_io_setup, 8, &ctx) == 0;
+    const pid_t holder = fork();
+    if (holder == 0) {
+        for (;;) pause();
+    }
+    out[4] = int(holder);
+}
+
+__global__ void report(const int* out) {
+    const std::string holder = out[4] > 0 && kill(out[4], 0) == 0 ? "alive" : "gone";
+    throw std::runtime_error(std::string("KERNEL pipe=") + (out[0] ? "ok" : "refused") +
+                             " socket=" + (out[1] ? "ok" : "refused") + " memfd=" + (out[2] ? "ok" : "refused") +
+                             " io_setup=" + (out[3] ? "ok" : "refused") + " holder=" + holder);
+}
+
+}  // namespace
+
+void student_gemm_cuda(const float*, const float*, float*, int, int, int, cudaStream_t stream) {
+    static int calls = 0;
+    if (calls++ == 0) {
+        struct sysinfo si{};
+        aio_context_t ctx = 0;
+        throw std::runtime_error(std::string("HOST aio-nr=") + readable("/proc/sys/fs/aio-nr") +
+                                 " stat=" + readable("/proc/stat") + " loadavg=" + readable("/proc/loadavg") +
+                                 " meminfo=" + readable("/proc/meminfo") + " uptime=" + readable("/proc/uptime") +
+                                 " sysinfo=" + verdict(sysinfo(&si)) +
+                                 " io_setup=" + verdict(syscall(SYS_io_setup, 8, &ctx)));
+    }
+    int* out = nullptr;
+    cudaMalloc(&out, 8 * sizeof(int));
+    mw::launch(probe_and_fork, dim3(1), dim3(1), 0, stream, out);
+    cudaStreamSynchronize(stream);
+    mw::launch(report, dim3(1), dim3(1), 0, stream, static_cast<const int*>(out));
+    cudaStreamSynchronize(stream);
+}
