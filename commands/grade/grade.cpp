@@ -360,7 +360,7 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
                              fs::perms::others_read);
     r.exe = dir / "worker";
     ChildSpec spec;
-    spec.seccomp = SeccompRole::compiler;
+    spec.seccomp = SeccompRole::base;
     const fs::path library = b == Backend::cpu ? worker_library(x, reference_solution) : fs::path();
     spec.argv = compile_command(x, b, src, r.exe, library);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;

@@ -104,6 +104,13 @@ struct ExecArgs {
 constexpr int kSeccompFd = 9;
 
 // The bwrap command line that runs spec.argv in the sandbox.
+// A worker on a real GPU keeps the base filter and the whole /proc: its
+// driver reads what it reads, and its host code may read device memory
+// anyway (the counters matter under cuda-emu, where it may not).
+SeccompRole role_of(const Sandbox& sb, const ChildSpec& spec) {
+    return sb.gpu && spec.seccomp == SeccompRole::worker ? SeccompRole::base : spec.seccomp;
+}
+
 std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     std::vector<std::string> a = {sb.bwrap, "--unshare-all", "--die-with-parent", "--new-session"};
     if (spec.system_files) a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
@@ -121,7 +128,7 @@ std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     // and idle time, all shared with every other process (under cuda-emu,
     // what a kernel would move for the host to read). What a program reads
     // of itself (/proc/self) and the CPUs it has stay.
-    if (spec.seccomp != SeccompRole::compiler) {
+    if (role_of(sb, spec) != SeccompRole::base) {
         for (const char* f : {"stat", "loadavg", "meminfo", "vmstat", "zoneinfo", "buddyinfo", "pagetypeinfo",
                               "slabinfo", "interrupts", "softirqs", "schedstat", "sched_debug", "diskstats", "locks",
                               "swaps", "uptime", "key-users", "keys", "timer_list", "vmallocinfo", "cgroups",
@@ -240,7 +247,7 @@ Prepared prepare(const Sandbox& sb, const ChildSpec& spec, const Cgroup* cg) {
     if (sandboxed && !cg && spec.limits.max_tasks > 0)
         cap = tasks_of(as_nobody ? kNobody : getuid()) + static_cast<rlim_t>(spec.limits.max_tasks);
     Prepared p{ExecArgs(sandboxed ? bwrap_argv(sb, spec) : spec.argv, spec.env), spec.limits, as_nobody, cap,
-               sandboxed, OwnedFd(sandboxed ? seccomp_program_fd(spec.seccomp) : -1)};
+               sandboxed, OwnedFd(sandboxed ? seccomp_program_fd(role_of(sb, spec)) : -1)};
     if (!spec.limits.cpus.empty()) p.pin = true, p.cpus = as_set(spec.limits.cpus);
     return p;
 }

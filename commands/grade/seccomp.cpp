@@ -96,7 +96,7 @@ void add_rules(Filter& f) {
 
 // What host code could read of a kernel's doing, or a kernel leave behind.
 void add_role_rules(Filter& f, SeccompRole role) {
-    if (role == SeccompRole::compiler) return;
+    if (role == SeccompRole::base) return;
     for (int s : {SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit), SCMP_SYS(io_cancel),
                   SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents), SCMP_SYS(sysinfo)})
         f.deny(s, ENOSYS);

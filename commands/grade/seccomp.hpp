@@ -13,7 +13,9 @@
 //     acct, clock and quota changes, handles to files by number).
 // Calls from another ABI (32-bit, x32) kill the process.
 //
-// By role, on top of that:
+// By role, on top of that (base: nothing more; the compiler's, and a
+// worker's on a real GPU, whose driver is not to be second-guessed and
+// whose host code may read device memory anyway):
 //   - the worker (the submission's host code): no Linux AIO (io_setup's
 //     contexts are counted machine-wide) and no sysinfo (machine-wide
 //     process counts, loads and free memory): what the host could read
@@ -25,7 +27,7 @@
 
 namespace mw::grade {
 
-enum class SeccompRole { compiler, worker, executor };
+enum class SeccompRole { base, worker, executor };
 
 // A new memory file holding the filter as a compiled BPF program, read from
 // its start (what bwrap's --seccomp wants). Throws on failure. The caller
