@@ -100,6 +100,11 @@ void add_role_rules(Filter& f, SeccompRole role) {
     for (int s : {SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit), SCMP_SYS(io_cancel),
                   SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents), SCMP_SYS(sysinfo)})
         f.deny(s, ENOSYS);
+    // A pidfd's inode number comes from the machine's count of processes
+    // and threads ever started (pidfs): a kernel that starts v threads moved
+    // it by v for the host to read (attack_pidfs_gemm.cu).
+    for (int s : {SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_getfd), SCMP_SYS(pidfd_send_signal)}) f.deny(s, ENOSYS);
+    f.deny_if(SCMP_SYS(clone), EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD));
     if (role != SeccompRole::executor) return;
     // A new pipe, socket or memory file takes the next inode number of a
     // counter the machine shares (and a kernel has no use for one).

@@ -10,7 +10,9 @@
 //
 // This control reports what it can reach. Its first call, on the host:
 // "HOST aio-nr=... stat=... loadavg=... meminfo=... uptime=... sysinfo=...
-// io_setup=..." (each "ok" when it worked). Its second: kernel A tries a
+// io_setup=... pidfd=..." (each "ok" when it worked; a pidfd's inode number
+// counts every process and thread the machine ever started:
+// attack_pidfs_gemm.cu read a kernel's thread count from it). Its second: kernel A tries a
 // pipe, a socket, a memory file and io_setup and forks a sleeping holder;
 // kernel B, launched next, looks for the holder and fails with "KERNEL
 // pipe=... socket=... memfd=... io_setup=... holder=alive|gone".
@@ -72,7 +74,8 @@ void student_gemm_cuda(const float*, const float*, float*, int, int, int, cudaSt
                                  " stat=" + readable("/proc/stat") + " loadavg=" + readable("/proc/loadavg") +
                                  " meminfo=" + readable("/proc/meminfo") + " uptime=" + readable("/proc/uptime") +
                                  " sysinfo=" + verdict(sysinfo(&si)) +
-                                 " io_setup=" + verdict(syscall(SYS_io_setup, 8, &ctx)));
+                                 " io_setup=" + verdict(syscall(SYS_io_setup, 8, &ctx)) +
+                                 " pidfd=" + verdict(syscall(SYS_pidfd_open, getpid(), 0)));
     }
     int* out = nullptr;
     cudaMalloc(&out, 8 * sizeof(int));
