@@ -103,7 +103,6 @@ struct ExecArgs {
 // (above the worker's 3, 4 and 5).
 constexpr int kSeccompFd = 9;
 
-// The bwrap command line that runs spec.argv in the sandbox.
 // A worker on a real GPU keeps the base filter and the whole /proc: its
 // driver reads what it reads, and its host code may read device memory
 // anyway (the counters matter under cuda-emu, where it may not).
@@ -111,6 +110,7 @@ SeccompRole role_of(const Sandbox& sb, const ChildSpec& spec) {
     return sb.gpu && spec.seccomp == SeccompRole::worker ? SeccompRole::base : spec.seccomp;
 }
 
+// The bwrap command line that runs spec.argv in the sandbox.
 std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     std::vector<std::string> a = {sb.bwrap, "--unshare-all", "--die-with-parent", "--new-session"};
     if (spec.system_files) a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
@@ -137,7 +137,7 @@ std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
                 a.insert(a.end(), {"--ro-bind", "/dev/null", std::string("/proc/") + f});
         for (const char* d : {"sys", "pressure", "sysvipc", "fs", "irq"})
             if (fs::is_directory(std::string("/proc/") + d)) a.insert(a.end(), {"--tmpfs", std::string("/proc/") + d});
-        if (!sb.gpu && fs::is_directory("/proc/driver")) a.insert(a.end(), {"--tmpfs", "/proc/driver"});  // the GPU driver reads its own
+        if (fs::is_directory("/proc/driver")) a.insert(a.end(), {"--tmpfs", "/proc/driver"});
     }
     if (sb.gpu) {
         for (const char* d : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"})
@@ -969,7 +969,9 @@ std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& 
     std::vector<std::pair<std::string, std::string>> out;
     const auto copy = [&](const fs::path& from, const std::string& inside) {
         const fs::path to = into / std::to_string(out.size());
-        fs::copy_file(fs::canonical(from), to, fs::copy_options::overwrite_existing);
+        // The same files in the same order for every start of the worker:
+        // copied once per grade.
+        fs::copy_file(fs::canonical(from), to, fs::copy_options::skip_existing);
         out.emplace_back(to.string(), inside);
     };
     copy(exe, exe.string());
@@ -978,8 +980,9 @@ std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& 
     if (dladdr(reinterpret_cast<void*>(&::printf), &info) && info.dli_fname)
         dirs.push_back(fs::path(info.dli_fname).parent_path().string());
     for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) dirs.emplace_back(d);
-    std::vector<std::string> todo = read_dynamic(exe).needed, done;
-    if (const std::string interp = read_dynamic(exe).interp; !interp.empty()) copy(interp, sandbox_path(interp));
+    const Dynamic top = read_dynamic(exe);
+    std::vector<std::string> todo = top.needed, done;
+    if (!top.interp.empty()) copy(top.interp, sandbox_path(top.interp));
     while (!todo.empty()) {
         const std::string name = todo.back();
         todo.pop_back();
@@ -991,7 +994,11 @@ std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& 
                 found = d + "/" + name;
                 break;
             }
-        if (found.empty()) throw std::runtime_error("the library " + name + " that " + exe.string() + " needs is not in " + dirs.front() + " or /lib64, /usr/lib64, /lib, /usr/lib");
+        if (found.empty()) {
+            std::string where;
+            for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
+            throw std::runtime_error("the library " + name + " that " + exe.string() + " needs is in none of " + where);
+        }
         copy(found, sandbox_path(found));
         for (auto& n : read_dynamic(found).needed) todo.push_back(n);
     }
