@@ -112,8 +112,10 @@ int main() {
 #if defined(MEMWALL_EMU) && MEMWALL_EMU
     // Under cuda-emu the grader starts this executable twice: as the worker,
     // and as the kernel executor, which runs launches and nothing else.
-    if (const char* fd = std::getenv(mw::emu::remote::kExecutorVariable); fd && *fd)
-        mw::emu::serve_launches(std::atoi(fd));
+    if (const char* fd = std::getenv(mw::emu::remote::kExecutorVariable); fd && *fd) {
+        const char* memory = std::getenv(mw::emu::remote::kExecutorMemoryVariable);
+        mw::emu::serve_launches(std::atoi(fd), memory && *memory ? std::atoi(memory) : -1);
+    }
 #endif
     struct stat st {};
     if (fstat(kShmFd, &st) != 0) {

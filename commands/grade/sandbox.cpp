@@ -115,8 +115,12 @@ std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     std::vector<std::string> a = {sb.bwrap, "--unshare-all", "--die-with-parent", "--new-session"};
     if (spec.system_files) a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
     a.insert(a.end(), {"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
-                       "/bin", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-                       "/tmp"});
+                       "/bin", "--symlink", "usr/sbin", "/sbin"});
+    // The kernel executor has no /proc, /dev or /tmp: a lookup in /proc
+    // makes an inode whose number comes from a counter the machine shares
+    // (per CPU), and so does a file made in a tmpfs; nothing it runs needs them.
+    const bool bare = role_of(sb, spec) == SeccompRole::executor;
+    if (!bare) a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"});
     // /etc/alternatives resolves Debian's library and compiler links; nothing else of /etc.
     for (const char* p : {"/etc/alternatives", "/etc/ld.so.cache"})
         if (spec.system_files && fs::exists(p)) a.insert(a.end(), {"--ro-bind", p, p});
@@ -128,7 +132,7 @@ std::vector<std::string> bwrap_argv(const Sandbox& sb, const ChildSpec& spec) {
     // and idle time, all shared with every other process (under cuda-emu,
     // what a kernel would move for the host to read). What a program reads
     // of itself (/proc/self) and the CPUs it has stay.
-    if (role_of(sb, spec) != SeccompRole::base) {
+    if (role_of(sb, spec) == SeccompRole::worker) {
         for (const char* f : {"stat", "loadavg", "meminfo", "vmstat", "zoneinfo", "buddyinfo", "pagetypeinfo",
                               "slabinfo", "interrupts", "softirqs", "schedstat", "sched_debug", "diskstats", "locks",
                               "swaps", "uptime", "key-users", "keys", "timer_list", "vmallocinfo", "cgroups",
@@ -876,7 +880,7 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     const std::string device_variable = std::string(emu::remote::kFdVariable) + "=";
     std::erase_if(x.env, [&](const std::string& e) { return e.rfind(device_variable, 0) == 0; });
     x.seccomp = SeccompRole::executor;
-    // Its one descriptor is the first after standard error (exec_child keeps 3 .. 3 + n - 1).
+    // Its descriptors (the socket, device memory) are the first after standard error (exec_child keeps 3 .. 3 + n - 1).
     constexpr int kExecutorFd = 3;
     x.env.push_back(std::string(emu::remote::kExecutorVariable) + "=" + std::to_string(kExecutorFd));
     if (w.cgroup) {
@@ -895,14 +899,22 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
         const fs::path exe = spec.argv.at(0);
         x.ro_binds_at = private_copies(exe, exe.parent_path() / (exe.filename().string() + ".executor"));
     }
+    // Device memory: a memory file of the grader's making, its size sealed
+    // (the executor may make no shared memory of its own).
+    const OwnedFd memory(memfd_create("memwall-emu-device", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (memory.fd < 0 || ftruncate(memory.fd, static_cast<off_t>(emu::remote::kMemoryFileBytes)) != 0 ||
+        fcntl(memory.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+        throw std::runtime_error(std::string("the kernel executor's device memory file: ") + std::strerror(errno));
+    x.env.push_back(std::string(emu::remote::kExecutorMemoryVariable) + "=" + std::to_string(kExecutorFd + 1));
     const Prepared p = prepare(sb, x, w.executor_cgroup.get());
-    const int fds[1][2] = {{fd, kExecutorFd}};
+    const int fds[2][2] = {{fd, kExecutorFd}, {memory.fd, kExecutorFd + 1}};
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
-        int lifted[1][2] = {{fcntl(fds[0][0], F_DUPFD, 16), fds[0][1]}};
+        int lifted[2][2];
+        for (int i = 0; i < 2; ++i) lifted[i][0] = fcntl(fds[i][0], F_DUPFD, 16), lifted[i][1] = fds[i][1];
         const int lf = fcntl(w.executor_log->fd, F_DUPFD, 16);
-        exec_child(p, w.executor_cgroup.get(), lf, lifted, 1);
+        exec_child(p, w.executor_cgroup.get(), lf, lifted, 2);
     }
     w.executor = pid;
     if (w.executor_cgroup) w.executor_cgroup->freeze();  // runs only while a kernel does

@@ -1,9 +1,12 @@
 #include "commands/grade/seccomp.hpp"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +25,8 @@ struct Filter {
     explicit Filter(scmp_filter_ctx c) : ctx(c) {}
     ~Filter() { seccomp_release(ctx); }
     void deny(int syscall, int err = EPERM) { check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall, 0), syscall); }
+    void allow(int syscall) { check(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, syscall, 0), syscall); }
+    void allow_if(int syscall, scmp_arg_cmp cmp) { check(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, syscall, 1, cmp), syscall); }
     void deny_if(int syscall, int err, scmp_arg_cmp cmp) {
         check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall, 1, cmp), syscall);
     }
@@ -94,9 +99,8 @@ void add_rules(Filter& f) {
     for (int s : {SCMP_SYS(setsid), SCMP_SYS(setpgid)}) f.deny(s);
 }
 
-// What host code could read of a kernel's doing, or a kernel leave behind.
-void add_role_rules(Filter& f, SeccompRole role) {
-    if (role == SeccompRole::base) return;
+// What host code could read of a kernel's doing.
+void add_worker_rules(Filter& f) {
     for (int s : {SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit), SCMP_SYS(io_cancel),
                   SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents), SCMP_SYS(sysinfo)})
         f.deny(s, ENOSYS);
@@ -105,25 +109,80 @@ void add_role_rules(Filter& f, SeccompRole role) {
     // it by v for the host to read (attack_pidfs_gemm.cu).
     for (int s : {SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_getfd), SCMP_SYS(pidfd_send_signal)}) f.deny(s, ENOSYS);
     f.deny_if(SCMP_SYS(clone), EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD));
-    if (role != SeccompRole::executor) return;
-    // A new pipe, socket or memory file takes the next inode number of a
-    // counter the machine shares (and a kernel has no use for one).
-    for (int s : {SCMP_SYS(pipe), SCMP_SYS(pipe2), SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(memfd_create),
-                  SCMP_SYS(eventfd), SCMP_SYS(eventfd2), SCMP_SYS(timerfd_create), SCMP_SYS(signalfd),
-                  SCMP_SYS(signalfd4), SCMP_SYS(epoll_create), SCMP_SYS(epoll_create1), SCMP_SYS(mq_open)})
-        f.deny(s, EMFILE);
+}
+
+// The kernel executor's allowlist: what loading the program, serving
+// launches and running blocks need, and nothing else (anything else answers
+// ENOSYS). A list of what may not be done leaves whatever it forgot; this
+// one leaves nothing a kernel could change for host code to see beyond its
+// own memory, its CPU time and the machine's counters it cannot avoid
+// (pidfs's, which host code may not read). In particular no call here makes
+// a new inode: no file is created (opens are read-only, and the sandbox has
+// no /proc, /dev or /tmp whose lookups would make one), no shared anonymous
+// memory (device memory comes from the grader's memory file), no pipe,
+// socket, memory file, event or timer descriptor.
+void add_executor_allowlist(Filter& f) {
+    for (int s : {// memory
+                  SCMP_SYS(brk), SCMP_SYS(mprotect), SCMP_SYS(munmap), SCMP_SYS(mremap),
+                  // descriptors it has, files it may read
+                  SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
+                  SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(lseek),
+                  SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(readlink),
+                  SCMP_SYS(readlinkat), SCMP_SYS(getcwd), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
+                  SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+                  // threads, the launch's process, signals, time
+                  SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list), SCMP_SYS(rseq),
+                  SCMP_SYS(set_tid_address), SCMP_SYS(arch_prctl), SCMP_SYS(sched_yield),
+                  SCMP_SYS(sched_getaffinity), SCMP_SYS(wait4), SCMP_SYS(waitid), SCMP_SYS(exit),
+                  SCMP_SYS(exit_group), SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
+                  SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall), SCMP_SYS(getpid), SCMP_SYS(gettid),
+                  SCMP_SYS(getppid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid),
+                  SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
+                  SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep), SCMP_SYS(getrandom), SCMP_SYS(prlimit64),
+                  SCMP_SYS(getrlimit), SCMP_SYS(uname), SCMP_SYS(tgkill), SCMP_SYS(execve)})
+        f.allow(s);
+    // Anonymous memory only if private; shared mappings only of a file.
+    f.allow_if(SCMP_SYS(mmap), SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED_VALIDATE, MAP_PRIVATE));
+    f.allow_if(SCMP_SYS(mmap), SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
+    // Device memory's pages given back after a launch, and nothing else of fallocate.
+    f.allow_if(SCMP_SYS(fallocate),
+               SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)));
+    // Files read-only, nothing created.
+    constexpr scmp_datum_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY);
+    f.allow_if(SCMP_SYS(openat), SCMP_A2(SCMP_CMP_MASKED_EQ, kWrites, 0));
+    f.allow_if(SCMP_SYS(open), SCMP_A1(SCMP_CMP_MASKED_EQ, kWrites, 0));
+    // Threads and the launch's process; no namespace, no pidfd.
+    scmp_datum_t clone_denied = CLONE_PIDFD;
+    for (unsigned long flag : kNewNamespaces) clone_denied |= flag;
+    f.allow_if(SCMP_SYS(clone), SCMP_A0(SCMP_CMP_MASKED_EQ, clone_denied, 0));
+    // (clone3, whose flags are out of a filter's reach, answers ENOSYS: the C library falls back to clone.)
+    // What the C library and allocator advise (no page-outs: the page
+    // cache's state is a channel).
+    for (int advice : {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_FREE,
+                       MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP, MADV_DODUMP})
+        f.allow_if(SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, static_cast<scmp_datum_t>(advice)));
+    for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC})
+        f.allow_if(SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+    f.allow_if(SCMP_SYS(ioctl), SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(TCGETS)));  // isatty
+    for (int opt : {PR_SET_NAME, PR_GET_NAME})
+        f.allow_if(SCMP_SYS(prctl), SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(opt)));
 }
 
 }  // namespace
 
 int seccomp_program_fd(SeccompRole role) {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    const bool allowlist = role == SeccompRole::executor;
+    scmp_filter_ctx ctx = seccomp_init(allowlist ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ALLOW);
     if (!ctx) throw std::runtime_error("seccomp_init failed");
     Filter f(ctx);
     // Another ABI's syscall numbers mean other calls: kill rather than guess.
     Filter::check(seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), 0);
-    add_rules(f);
-    add_role_rules(f, role);
+    if (allowlist) {
+        add_executor_allowlist(f);
+    } else {
+        add_rules(f);
+        if (role == SeccompRole::worker) add_worker_rules(f);
+    }
     const int fd = memfd_create("memwall-grade-seccomp", MFD_CLOEXEC);
     if (fd < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
     const int rc = seccomp_export_bpf(ctx, fd);

@@ -1,5 +1,5 @@
 // The seccomp filter every sandboxed child of `memwall grade` runs under
-// (the compiler and the worker): bubblewrap loads it (`--seccomp FD`) just
+// (the compiler, the worker and cuda-emu's kernel executor): bubblewrap loads it (`--seccomp FD`) just
 // before it executes the child, so it holds for everything the child and
 // its descendants do. Default allow; refused with an error:
 //   - new namespaces (unshare, setns, clone with a CLONE_NEW* flag; clone3,
@@ -17,12 +17,17 @@
 // worker's on a real GPU, whose driver is not to be second-guessed and
 // whose host code may read device memory anyway):
 //   - the worker (the submission's host code): no Linux AIO (io_setup's
-//     contexts are counted machine-wide) and no sysinfo (machine-wide
-//     process counts, loads and free memory): what the host could read
-//     of a kernel's doing;
-//   - the kernel executor (cuda-emu): neither, and nothing that makes a
-//     new kernel object a counter of the machine's numbers (pipes, sockets,
-//     memory files, eventfd, timerfd, signalfd, epoll, POSIX queues).
+//     contexts are counted machine-wide), no sysinfo (machine-wide process
+//     counts, loads and free memory) and no pidfd (pidfs numbers count every
+//     process and thread the machine started): what the host could read of
+//     a kernel's doing.
+// The kernel executor (cuda-emu) is the other way round: default deny
+// (ENOSYS), and an allowlist of what loading the program, serving launches
+// and running blocks need (seccomp.cpp lists it). Nothing on it makes a new
+// inode, whose number a counter of the machine's hands out per CPU: no
+// shared anonymous memory (device memory is a memory file of the grader's),
+// no file created (opens are read-only), no pipe, socket or event
+// descriptor; its sandbox has no /proc, /dev or /tmp.
 #pragma once
 
 namespace mw::grade {

@@ -4,7 +4,9 @@
 // the executor maps every allocation at its address in a forked child, runs
 // the kernel there and sends every allocation back.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -224,18 +226,21 @@ std::string run_child(const std::vector<unsigned char>& launch) {
 // Runs one launch in a forked child over allocations mapped shared at their
 // addresses; returns the reply (and leaves the allocations holding the
 // kernel's writes on success).
-r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, std::string& message) {
+r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, int memory_fd, std::string& message) {
     std::fflush(nullptr);
-    // The child's message comes back in a page both share (no pipe: under
-    // grading the executor may make no new pipe, whose inode number would
-    // come from a counter the whole machine shares).
+    // The child's message comes back in the memory file's last pages (no
+    // pipe: under grading the executor may make no new pipe or shared
+    // memory, whose inode numbers would come from counters the whole
+    // machine shares).
     struct Box {
         std::uint32_t bytes;
         char text[r::kMaxMessageBytes];
     };
+    static_assert(sizeof(Box) <= r::kMessagePages * r::kPage);
     r::LaunchReply reply;
     reply.status = r::kLaunchFailure;
-    void* page = mmap(nullptr, sizeof(Box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* page = mmap(nullptr, sizeof(Box), PROT_READ | PROT_WRITE, MAP_SHARED, memory_fd,
+                      static_cast<off_t>(r::kArenaBytes));
     if (page == MAP_FAILED) return message = "cuda-emu: cannot start the kernel's process (mmap)", reply;
     auto* box = static_cast<Box*>(page);
     box->bytes = 0;
@@ -273,7 +278,12 @@ r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, std
 
 }  // namespace
 
-[[noreturn]] void serve_launches(int fd) {
+[[noreturn]] void serve_launches(int fd, int memory_fd) {
+    struct stat st {};
+    if (memory_fd < 0 || fstat(memory_fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < r::kMemoryFileBytes) {
+        std::fprintf(stderr, "cuda-emu executor: no device memory file (%s)\n", r::kExecutorMemoryVariable);
+        _exit(1);
+    }
     for (;;) {
         std::uint64_t launch_bytes = 0, count = 0;
         if (!r::recv_all(fd, &launch_bytes, sizeof launch_bytes) || launch_bytes > r::kMaxLaunchBytes) _exit(0);
@@ -293,16 +303,24 @@ r::LaunchReply run_launch_in_child(const std::vector<unsigned char>& launch, std
             const std::uintptr_t page = e.addr / r::kPage * r::kPage;
             const std::size_t len = (e.addr + e.bytes + r::kPage - 1) / r::kPage * r::kPage - page;
             void* at = reinterpret_cast<void*>(page);
-            if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != at)
+            const auto offset = static_cast<off_t>(page - r::kArenaBase);
+            if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, memory_fd, offset) != at)
                 _exit(1);  // something of this process's own at a device address
             maps.emplace_back(at, len);
             if (!r::recv_all(fd, reinterpret_cast<void*>(e.addr), e.bytes)) _exit(0);
         }
-        const r::LaunchReply reply = run_launch_in_child(launch, message);
+        const r::LaunchReply reply = run_launch_in_child(launch, memory_fd, message);
         bool sent = r::send_all(fd, &reply, sizeof reply) && r::send_all(fd, message.data(), message.size());
         for (auto& e : all)
             if (sent && reply.status == 0 && e.bytes) sent = r::send_all(fd, reinterpret_cast<void*>(e.addr), e.bytes);
-        for (auto& [at, len] : maps) munmap(at, len);
+        // Unmapped, and its pages given back (the server sends every
+        // allocation again with the next launch).
+        for (auto& [at, len] : maps) {
+            munmap(at, len);
+            fallocate(memory_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(reinterpret_cast<std::uintptr_t>(at) - r::kArenaBase),
+                      static_cast<off_t>(len));
+        }
         if (!sent) _exit(0);
     }
 }

@@ -51,6 +51,15 @@ enum Op : std::uint32_t {
 };
 
 constexpr const char* kExecutorVariable = "MEMWALL_EMU_EXECUTOR_FD";
+// The executor's device memory: a memory file the server made, which the
+// executor maps (shared with each launch's process) at offset
+// address - kArenaBase, and whose pages from kArenaBytes on hold a failed
+// launch's message. Under grading the executor may not make shared memory of
+// its own: a new shared mapping takes an inode number from a counter the
+// machine shares, which host code could read.
+constexpr const char* kExecutorMemoryVariable = "MEMWALL_EMU_EXECUTOR_MEMORY_FD";
+constexpr std::size_t kMessagePages = 2;
+constexpr std::size_t kMemoryFileBytes = kArenaBytes + kMessagePages * kPage;
 // A launch message's most bytes: arguments (4 KiB on a GPU, 32 KiB since
 // Volta) and __constant__ symbols (64 KiB on every GPU), with room.
 constexpr std::size_t kMaxLaunchBytes = std::size_t(1) << 20;
@@ -137,7 +146,8 @@ inline bool recv_all(int fd, void* data, std::size_t n) {
 
 namespace mw::emu {
 // The kernel executor's loop (remote.cpp): serves launches on `fd` until the
-// server closes it, then exits the process. Called by the grade worker's
-// main() when MEMWALL_EMU_EXECUTOR_FD is set, before any host code of its own.
-[[noreturn]] void serve_launches(int fd);
+// server closes it, then exits the process; device memory is `memory_fd`
+// (kMemoryFileBytes long). Called by the grade worker's main() when
+// MEMWALL_EMU_EXECUTOR_FD is set, before any host code of its own.
+[[noreturn]] void serve_launches(int fd, int memory_fd);
 }  // namespace mw::emu

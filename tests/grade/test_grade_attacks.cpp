@@ -318,6 +318,26 @@ TEST(GradeAttack, KernelsMoveNoCounterTheHostCanRead) {
     if (cgroups(r)) EXPECT_NE(f.find("holder=gone"), std::string::npos) << f;
 }
 
+// Under cuda-emu a kernel makes no inode: a new one's number comes from a
+// counter the machine keeps per CPU, which the host reads off its own next
+// shared mapping (red-team batch 8). The host still can (the probe works);
+// the kernel finds every way refused or absent.
+TEST(GradeAttack, KernelsMakeNoInodeTheHostCouldCount) {
+    const GradeRun r = grade_level("01", control("attack_emu_inode_numbers.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto host = f.find("HOST_INODES shared=");
+    ASSERT_NE(host, std::string::npos) << "the host probe did not run:\n" << f;
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(f[host + 19]))) << "the probe reads no inode: " << f;
+    const auto at = f.find("KERNEL_INODES ");
+    ASSERT_NE(at, std::string::npos) << "the kernel did not run:\n" << f;
+    const std::string line = f.substr(at, f.find('\n', at) - at);
+    for (const char* way : {"shared", "devzero", "memfd", "pipe", "socket", "tmpfile", "created", "mkdir", "proc",
+                            "eventfd", "shmget"})
+        EXPECT_EQ(line.find(std::string(way) + "=ok"), std::string::npos) << way << ": " << line;
+}
+
 TEST(GradeAttack, TimedCallsOfAnExactExerciseAreCheckedExactly) {
     const GradeRun r = grade_level("03", control("attack_transpose_timed.cpp") + " --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;

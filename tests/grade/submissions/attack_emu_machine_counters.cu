@@ -14,7 +14,8 @@
 // counts every process and thread the machine ever started:
 // attack_pidfs_gemm.cu read a kernel's thread count from it). Its second: kernel A tries a
 // pipe, a socket, a memory file and io_setup and forks a sleeping holder;
-// kernel B, launched next, looks for the holder and fails with "KERNEL
+// kernel B, launched next, looks for the holder's heartbeat in device
+// memory and fails with "KERNEL
 // pipe=... socket=... memfd=... io_setup=... holder=alive|gone".
 #include <linux/aio_abi.h>
 #include <signal.h>
@@ -49,15 +50,22 @@ __global__ void probe_and_fork(int* out) {
     out[2] = memfd_create("x", 0) >= 0;
     aio_context_t ctx = 0;
     out[3] = syscall(SYS_io_setup, 8, &ctx) == 0;
+    // The holder beats in device memory (out[5]) for as long as it lives.
     const pid_t holder = fork();
     if (holder == 0) {
-        for (;;) pause();
+        for (;;) {
+            __atomic_add_fetch(&out[5], 1, __ATOMIC_RELAXED);
+            usleep(1000);
+        }
     }
     out[4] = int(holder);
 }
 
-__global__ void report(const int* out) {
-    const std::string holder = out[4] > 0 && kill(out[4], 0) == 0 ? "alive" : "gone";
+__global__ void report(int* out) {
+    const int before = __atomic_load_n(&out[5], __ATOMIC_RELAXED);
+    usleep(100000);
+    const bool beating = __atomic_load_n(&out[5], __ATOMIC_RELAXED) != before;
+    const std::string holder = out[4] > 0 && beating ? "alive" : "gone";
     throw std::runtime_error(std::string("KERNEL pipe=") + (out[0] ? "ok" : "refused") +
                              " socket=" + (out[1] ? "ok" : "refused") + " memfd=" + (out[2] ? "ok" : "refused") +
                              " io_setup=" + (out[3] ? "ok" : "refused") + " holder=" + holder);
@@ -79,8 +87,9 @@ void student_gemm_cuda(const float*, const float*, float*, int, int, int, cudaSt
     }
     int* out = nullptr;
     cudaMalloc(&out, 8 * sizeof(int));
+    cudaMemset(out, 0, 8 * sizeof(int));
     mw::launch(probe_and_fork, dim3(1), dim3(1), 0, stream, out);
     cudaStreamSynchronize(stream);
-    mw::launch(report, dim3(1), dim3(1), 0, stream, static_cast<const int*>(out));
+    mw::launch(report, dim3(1), dim3(1), 0, stream, out);
     cudaStreamSynchronize(stream);
 }
