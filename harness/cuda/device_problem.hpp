@@ -146,6 +146,14 @@ inline std::shared_ptr<DeviceProblem> make_device_problem(const Problem& p) {
     return d;
 }
 
+// A device array of n elements (at least one) that frees itself: a
+// variant's own workspace, held by its Instance's lambdas.
+template <class T> std::shared_ptr<T> device_array(std::size_t n) {
+    void* p = nullptr;
+    MW_CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(T)));
+    return std::shared_ptr<T>(static_cast<T*>(p), [](T* q) { (void)cudaFree(q); });
+}
+
 // Kernels index with int (cheaper address arithmetic); refuse shapes whose
 // buffers would overflow it instead of reading out of bounds.
 inline void require_int_indexing(const Problem& p) {

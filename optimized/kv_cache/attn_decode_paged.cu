@@ -32,11 +32,8 @@
 namespace mw::kv_cache {
 namespace {
 
-template <class T> std::shared_ptr<T> device_array(std::size_t n) {
-    void* p = nullptr;
-    MW_CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(T)));
-    return std::shared_ptr<T>(static_cast<T*>(p), [](T* q) { (void)cudaFree(q); });
-}
+using mw::cuda::device_array;
+
 template <class T> std::shared_ptr<T> upload(const std::vector<T>& host) {
     auto d = device_array<T>(host.size());
     MW_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));

@@ -49,7 +49,8 @@ Problem make_problem(const Shape& s, DType dtype, std::uint64_t seed) {
     return p;
 }
 
-std::vector<std::vector<double>> oracle(const Problem& p) {
+// C = A B in fp64, each input first passed through `round`.
+template <class Round> std::vector<std::vector<double>> product(const Problem& p, Round round) {
     const auto M = p.shape["m"], N = p.shape["n"], K = p.shape["k"];
     const float* A = p.in("A").as<float>();
     const float* B = p.in("B").as<float>();
@@ -57,13 +58,21 @@ std::vector<std::vector<double>> oracle(const Problem& p) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < M; ++i)
         for (std::int64_t k = 0; k < K; ++k) {
-            const double a = A[i * K + k];
-            for (std::int64_t j = 0; j < N; ++j) C[i * N + j] += a * static_cast<double>(B[k * N + j]);
+            const double a = round(A[i * K + k]);
+            for (std::int64_t j = 0; j < N; ++j) C[i * N + j] += a * round(B[k * N + j]);
         }
     return {std::move(C)};
 }
 
+std::vector<std::vector<double>> oracle(const Problem& p) {
+    return product(p, [](float x) { return static_cast<double>(x); });
+}
+
 }  // namespace
+
+std::vector<std::vector<double>> oracle_bf16_inputs(const Problem& p) {
+    return product(p, [](float x) { return static_cast<double>(bf16_to_f32(f32_to_bf16(x))); });
+}
 
 }  // namespace mw::gemm
 

@@ -27,4 +27,9 @@ std::function<Instance(Problem&)> cpu_adapter(CpuFn fn);
 // Naive loops correspond to mb = 1 (B streamed once per row of C), nb = N.
 double bytes_blocked(const Shape& s, double mb, double nb);
 
+// The contract of the bf16 tensor-core rungs: A B in fp64 of A and B each
+// rounded to bf16 (nearest even), as the rungs round them on their way into
+// shared memory; their accumulation is fp32.
+std::vector<std::vector<double>> oracle_bf16_inputs(const Problem& p);
+
 }  // namespace mw::gemm
