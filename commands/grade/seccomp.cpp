@@ -42,6 +42,8 @@ struct Filter {
 
 // cachestat(2) (Linux 6.5), by number: older libseccomp headers lack its name.
 constexpr int kCachestat = 451;
+// SO_PASSPIDFD and SO_PEERPIDFD (Linux 6.5), by number: older C library headers lack them.
+constexpr scmp_datum_t kSoPassPidfd = 76, kSoPeerPidfd = 77;
 
 constexpr unsigned long kNewNamespaces[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
                                             CLONE_NEWUTS, CLONE_NEWIPC,  CLONE_NEWCGROUP};
@@ -109,6 +111,10 @@ void add_worker_rules(Filter& f) {
     // it by v for the host to read (attack_pidfs_gemm.cu).
     for (int s : {SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_getfd), SCMP_SYS(pidfd_send_signal)}) f.deny(s, ENOSYS);
     f.deny_if(SCMP_SYS(clone), EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD));
+    // ... nor the pidfd a local socket hands out (its peer's, or with each
+    // message: attack_peerpidfd_gemm.cu, red-team batch 9).
+    f.deny_if(SCMP_SYS(getsockopt), ENOPROTOOPT, SCMP_A2(SCMP_CMP_EQ, kSoPeerPidfd));
+    f.deny_if(SCMP_SYS(setsockopt), ENOPROTOOPT, SCMP_A2(SCMP_CMP_EQ, kSoPassPidfd));
 }
 
 // The kernel executor's allowlist: what loading the program, serving

@@ -18,7 +18,8 @@
 // whose host code may read device memory anyway):
 //   - the worker (the submission's host code): no Linux AIO (io_setup's
 //     contexts are counted machine-wide), no sysinfo (machine-wide process
-//     counts, loads and free memory) and no pidfd (pidfs numbers count every
+//     counts, loads and free memory) and no pidfd, opened or handed out by a
+//     socket (pidfs numbers count every
 //     process and thread the machine started): what the host could read of
 //     a kernel's doing.
 // The kernel executor (cuda-emu) is the other way round: default deny

@@ -10,7 +10,8 @@
 //
 // This control reports what it can reach. Its first call, on the host:
 // "HOST aio-nr=... stat=... loadavg=... meminfo=... uptime=... sysinfo=...
-// io_setup=... pidfd=..." (each "ok" when it worked; a pidfd's inode number
+// io_setup=... pidfd=... peerpidfd=... passpidfd=..." (each "ok" when it
+// worked; a pidfd's inode number
 // counts every process and thread the machine ever started:
 // attack_pidfs_gemm.cu read a kernel's thread count from it). Its second: kernel A tries a
 // pipe, a socket, a memory file and io_setup and forks a sleeping holder;
@@ -41,6 +42,21 @@ std::string readable(const char* path) {
 }
 
 const char* verdict(long rc) { return rc >= 0 ? "ok" : "refused"; }
+
+// The pidfd a local socket hands out: its peer's (SO_PEERPIDFD, Linux 6.5),
+// or the sender's with each message once SO_PASSPIDFD is set
+// (attack_peerpidfd_gemm.cu, red-team batch 9, read pidfs numbers so).
+const char* peer_pidfd() {
+    int sv[2], fd = -1;
+    socklen_t len = sizeof fd;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return "no-socket";
+    return verdict(getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &fd, &len) == 0 ? fd : -1);
+}
+const char* pass_pidfd() {
+    int sv[2], one = 1;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return "no-socket";
+    return verdict(setsockopt(sv[0], SOL_SOCKET, 76 /* SO_PASSPIDFD */, &one, sizeof one));
+}
 
 // out[0..3]: pipe, socket, memfd, io_setup (1: worked); out[4]: the holder's pid.
 __global__ void probe_and_fork(int* out) {
@@ -83,7 +99,8 @@ void student_gemm_cuda(const float*, const float*, float*, int, int, int, cudaSt
                                  " meminfo=" + readable("/proc/meminfo") + " uptime=" + readable("/proc/uptime") +
                                  " sysinfo=" + verdict(sysinfo(&si)) +
                                  " io_setup=" + verdict(syscall(SYS_io_setup, 8, &ctx)) +
-                                 " pidfd=" + verdict(syscall(SYS_pidfd_open, getpid(), 0)));
+                                 " pidfd=" + verdict(syscall(SYS_pidfd_open, getpid(), 0)) +
+                                 " peerpidfd=" + peer_pidfd() + " passpidfd=" + pass_pidfd());
     }
     int* out = nullptr;
     cudaMalloc(&out, 8 * sizeof(int));
