@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 5 of 7: tensor cores (mma.sync m16n8k16, bf16 in, fp32
+// GEMM on the GPU, rung 5 of 8: tensor cores (mma.sync m16n8k16, bf16 in, fp32
 // accumulate), fragments loaded with ldmatrix.
 // (The whole ladder is listed in reference/vectorization/gemm.cu; the
 // wrappers and the fragment layouts they follow: kernels/cuda/tensor_core.cuh.)
@@ -38,7 +38,7 @@ namespace {
 __global__ void MW_LAUNCH_BOUNDS(MMA_THREADS)
     gemm_mma_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
                     int K) {
-    __shared__ __align__(16) MmaTiles tiles;
+    __shared__ __align__(16) MmaPadded tiles;
     const int tid = int(threadIdx.x);
     const int bm = int(blockIdx.y) * MMA_BM, bn = int(blockIdx.x) * MMA_BN;
     MmaAcc acc{};
@@ -47,11 +47,11 @@ __global__ void MW_LAUNCH_BOUNDS(MMA_THREADS)
         // and B, rounded to bf16 on their way to shared memory.
         for (int i = tid; i < MMA_BM * MMA_BK; i += MMA_THREADS) {
             const int r = i / MMA_BK, c = i % MMA_BK, gr = bm + r, gc = k0 + c;
-            tiles.a[r][c] = mma_to_bf16(gr < M && gc < K ? A[std::size_t(gr) * K + gc] : 0.0f);
+            *tiles.at_a(r, c) = mma_to_bf16(gr < M && gc < K ? A[std::size_t(gr) * K + gc] : 0.0f);
         }
         for (int i = tid; i < MMA_BK * MMA_BN; i += MMA_THREADS) {
             const int r = i / MMA_BN, c = i % MMA_BN, gr = k0 + r, gc = bn + c;
-            tiles.b[r][c] = mma_to_bf16(gr < K && gc < N ? B[std::size_t(gr) * N + gc] : 0.0f);
+            *tiles.at_b(r, c) = mma_to_bf16(gr < K && gc < N ? B[std::size_t(gr) * N + gc] : 0.0f);
         }
         __syncthreads();
         mma_warp_step(tiles, acc);

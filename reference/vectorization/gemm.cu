@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 0 of 7: naive, one thread per element of C.
+// GEMM on the GPU, rung 0 of 8: naive, one thread per element of C.
 //
 // The CUDA ladder (C[M,N] = A[M,K] * B[K,N], row-major fp32), one idea a rung:
 //   reference/vectorization/gemm.cu                   0 naive (this file)
@@ -8,6 +8,7 @@
 //   optimized/vectorization/gemm_vectorized.cu        4 float4 global loads, transposed A tile
 //   optimized/vectorization/gemm_mma.cu               5 bf16 tensor cores: mma.sync on ldmatrix fragments
 //   optimized/vectorization/gemm_mma_pipelined.cu     6 the same fed by a 3-stage cp.async pipeline
+//   optimized/vectorization/gemm_mma_swizzled.cu      7 the same, shared tiles swizzled: no bank conflicts
 //   optimized/vectorization/gemm_cublas.cu       vendor cublasSgemm
 // Run: memwall run vectorization --backend cuda   (or --backend cuda-emu without a GPU)
 //
