@@ -9,7 +9,7 @@
 //   optimized/vectorization/gemm_mma.cu               5 bf16 tensor cores: mma.sync on ldmatrix fragments
 //   optimized/vectorization/gemm_mma_pipelined.cu     6 the same fed by a 3-stage cp.async pipeline
 //   optimized/vectorization/gemm_mma_swizzled.cu      7 the same, shared tiles swizzled: no bank conflicts
-//   optimized/vectorization/gemm_cublas.cu       vendor cublasSgemm
+//   optimized/vectorization/gemm_cublas.cu       vendor cublasSgemm, and cublasGemmEx on bf16
 // Run: memwall run vectorization --backend cuda   (or --backend cuda-emu without a GPU)
 //
 // What this rung does: thread (x, y) computes C[i][j] with i (the row) taken
