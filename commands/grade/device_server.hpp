@@ -5,13 +5,16 @@
 // run in the kernel executor, a second process of the submission's
 // executable that the grader starts and that never runs host code: the
 // server relays each launch to it with every allocation and takes every
-// allocation back. The host learns of a launch only whether it succeeded.
+// allocation back. The host learns nothing of a launch: it is answered at
+// once and run when the call has returned (the host frozen meanwhile), so
+// that neither its outcome nor how long it took reaches host code.
 // The grader stages each call's buffers here itself and reads the outputs
 // from here, not from anything the submission's process can write.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -46,13 +49,18 @@ public:
     // other to signal it. Dropped by reconnect().
     void set_launch_gate(std::function<bool(bool entering)> gate);
 
-    // The grader's own access, between calls. alloc: 0 when over the limit;
+    // Runs what the host queued (launches, and the copies, sets and frees
+    // it asked for after one), in order, with at most `seconds` for all of
+    // it: false when that ran out (the executor is then cut off, and every
+    // later launch fails). The grader calls it when a call has returned.
+    bool finish(double seconds);
+    // The grader's own access, between calls (each runs the queue first). alloc: 0 when over the limit;
     // the others: false unless [addr, addr + bytes) lies in one allocation
     // (the submission may have freed it).
     std::uint64_t alloc(std::size_t bytes);
     void free(std::uint64_t addr);
     bool write(std::uint64_t addr, const void* data, std::size_t bytes);
-    bool read(std::uint64_t addr, void* out, std::size_t bytes) const;
+    bool read(std::uint64_t addr, void* out, std::size_t bytes);
     bool fill(std::uint64_t addr, unsigned char value, std::size_t bytes);
 
     // What the submission's process asked of the device since the last take
@@ -63,7 +71,7 @@ public:
     // launches failed (the executor's messages, for the report; the host
     // only learns that one failed).
     struct Traffic {
-        std::uint64_t launches = 0, host_read_bytes = 0;
+        std::uint64_t launches = 0, host_reads = 0, host_read_bytes = 0;
         std::string launch_errors;
     };
     Traffic take_traffic();
@@ -80,8 +88,20 @@ private:
     void serve(int fd);
     bool handle(int fd);
     bool receive_write(int fd, const emu::remote::Request& q, std::int32_t& status);
+    // What the host asked for and was answered at once, to run in order
+    // when the call returns (or when the host reads device memory back).
+    // Launches are never run while the host waits: a host that timed its
+    // launches read what its kernels chose to take long over (red-team batch
+    // 9: 2 bits a launch, the small shapes' inputs in a call's time).
+    struct Pending {
+        std::uint32_t op = 0, value = 0;
+        std::uint64_t addr = 0, from = 0, bytes = 0;
+        std::vector<unsigned char> payload;  // a launch's message, a write's bytes
+    };
+    void run_pending();  // with flush_m_ held (finish() takes it)
+    bool enqueue_if_pending(int fd, const emu::remote::Request& q, emu::remote::Response& resp, bool& wire_ok);
     // A launch: relayed to the executor with every allocation; the status
-    // for the host (a failure is sticky until the next reconnect).
+    // (a failure is sticky until the next reconnect).
     std::int32_t launch(const std::vector<unsigned char>& message);
     std::int32_t relay(const std::vector<unsigned char>& message);  // launch() without the gate
     std::int32_t fail_launch(const std::string& why);
@@ -91,6 +111,19 @@ private:
 
     static constexpr std::size_t kMaxAllocations = 1 << 16;
     static constexpr std::size_t kChunk = 1 << 20;  // payloads move through the grader in pieces of this
+    // The most bytes of writes waiting behind a launch (beyond: the write is
+    // refused, cudaErrorMemoryAllocation; running the queue early would let
+    // the host time its kernels).
+    static constexpr std::size_t kMaxPendingBytes = std::size_t(64) << 20;
+    // The most launches in one call: an exercise's host code makes a few, and
+    // every channel a kernel has found to the host so far needed hundreds of
+    // launches a call (a few bits each); the cap bounds what any channel not
+    // yet found could carry.
+    static constexpr std::uint64_t kMaxLaunchesPerCall = 64;
+    std::deque<Pending> pending_;
+    std::size_t pending_bytes_ = 0;
+    std::timed_mutex flush_m_;  // held while the queue runs, and by every request that must keep its order
+    static constexpr double kDrainSeconds = 5;  // the queue's time when the grader's own access runs it
     std::size_t limit_, used_ = 0;
     std::uint64_t next_;
     Traffic traffic_;

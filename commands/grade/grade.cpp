@@ -617,10 +617,13 @@ std::string host_computed(const DeviceServer::Traffic& t) {
     if (t.launches == 0)
         return "the call launched no kernel: a CUDA exercise's work is done by kernels on the device, not by host "
                "code (no points for values computed on the host)";
-    if (t.host_read_bytes > 0)
+    // Any read, of any size (a read of nothing still ran the call's kernels
+    // while the host waited: red-team batch 9 timed them so).
+    if (t.host_reads > 0)
         return "the submission's host code read " + std::to_string(t.host_read_bytes) +
-               " bytes of device memory during the call (cudaMemcpy device to host): a CUDA exercise's work is done "
-               "by kernels on the device, and the grader reads the outputs itself";
+               " bytes of device memory during the call (cudaMemcpy device to host: " + std::to_string(t.host_reads) +
+               (t.host_reads == 1 ? " read" : " reads") + "): a CUDA exercise's work is done by kernels on the device, and the grader reads the outputs "
+               "itself";
     return {};
 }
 
@@ -666,6 +669,16 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;
+    // Under cuda-emu the call's kernels run now, the host frozen, within
+    // what is left of the time budget (the host was answered at once).
+    bool kernels_in_time = true;
+    if (s.device) {
+        const auto start = std::chrono::steady_clock::now();
+        kernels_in_time = s.device->finish(s.budget_left);
+        const double kernels_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        s.budget_left -= kernels_s;
+        o.wall_s += kernels_s;
+    }
     // Why a kernel failed is the device's to say (the host only learns that it did).
     const DeviceServer::Traffic traffic = s.device ? s.device->take_traffic() : DeviceServer::Traffic{};
     const std::string device_said =
@@ -692,6 +705,12 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
             o.message += " (an allocation was refused: the submission may hold at most " +
                          std::to_string(s.spec.limits.memory_mb) + " MiB, its memory limit)";
         o.message += device_said;
+        return o;
+    }
+    if (!kernels_in_time) {
+        o.message = "the call's kernels ran past the time limit (" + std::to_string(int(s.spec.limits.wall_s)) +
+                    " s for all of the submission's calls)" + device_said;
+        s.budget_left = 0;
         return o;
     }
     o.device_s = r.reply.device_seconds;
@@ -1184,7 +1203,11 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         }
         if (emulated) {
             // The emulated device memory in this process, reached over kDeviceFd.
-            s.device = std::make_unique<DeviceServer>(std::size_t(x.memory_limit_mb) << 20);
+            // Device memory is held by the grader itself, outside every
+            // sandbox's cgroup: at most 1 GiB of it (the emulated shapes need
+            // a few MiB), so that no submission can make the grader the one
+            // the machine's memory runs out on (red-team batch 9).
+            s.device = std::make_unique<DeviceServer>(std::size_t(std::min(x.memory_limit_mb, 1024.0)) << 20);
             s.spec.env.push_back(std::string(emu::remote::kFdVariable) + "=" + std::to_string(kDeviceFd));
         }
         const double wall = o.time_limit_s > 0 ? o.time_limit_s : x.time_limit_s;

@@ -49,9 +49,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A small kernel file (a cgroup's, a process's in /proc): "" when it cannot
+// be read. Not an ifstream: a read that fails midway (a cgroup removed, a
+// process gone: ENODEV, ESRCH) throws from libstdc++'s underflow, and that
+// ended `memwall grade --cleanup` racing a guard that removed a cgroup.
 std::string read_small(const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    std::string s;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        s.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return s;
 }
 
 bool write_small(const std::string& path, const std::string& text) {
@@ -840,6 +853,26 @@ void release(SharedMemory& shm) {
     shm = {};
 }
 
+// A forked child holds the grader's descriptors, the guard's pipe among
+// them, until exec_child closes them: a child frozen before then would keep
+// the guard from ever seeing the grader die (red-team batch 9 killed a
+// grader whose worker and executor were frozen so, and everything of the
+// grade stayed). Forks; the parent returns once the child has closed them
+// (or died), so that it may be frozen.
+template <class Child> pid_t fork_past_descriptors(Child child) {
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid == 0) child();  // never returns; exec_child closes sync[1] with the rest
+    close(sync[1]);
+    char c;
+    while (pid > 0 && read(sync[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    close(sync[0]);
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    return pid;
+}
+
 Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory& shm, int device_fd) {
     Worker w;
     w.limits = spec.limits;
@@ -854,9 +887,7 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
     const Prepared p = prepare(sb, spec, w.cgroup.get());
     const int fds[4][2] = {{shm.fd, kShmFd}, {cmd[0], kCommandFd}, {rep[1], kReplyFd}, {device_fd, kDeviceFd}};
     const int n_fds = device_fd >= 0 ? 4 : 3;
-    const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
+    const pid_t pid = fork_past_descriptors([&] {
         // dup2 to a number another source still occupies would clobber it:
         // lift every source above the targets first (dup2 clears O_CLOEXEC on
         // the copies; the originals close at exec).
@@ -864,7 +895,7 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
         for (int i = 0; i < n_fds; ++i) lifted[i][0] = fcntl(fds[i][0], F_DUPFD, 16), lifted[i][1] = fds[i][1];
         const int lf = fcntl(w.log->fd, F_DUPFD, 16);
         exec_child(p, w.cgroup.get(), lf, lifted, n_fds);
-    }
+    });
     close(cmd[0]);
     close(rep[1]);
     w.pid = pid;
@@ -908,14 +939,12 @@ void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd)
     x.env.push_back(std::string(emu::remote::kExecutorMemoryVariable) + "=" + std::to_string(kExecutorFd + 1));
     const Prepared p = prepare(sb, x, w.executor_cgroup.get());
     const int fds[2][2] = {{fd, kExecutorFd}, {memory.fd, kExecutorFd + 1}};
-    const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
+    const pid_t pid = fork_past_descriptors([&] {
         int lifted[2][2];
         for (int i = 0; i < 2; ++i) lifted[i][0] = fcntl(fds[i][0], F_DUPFD, 16), lifted[i][1] = fds[i][1];
         const int lf = fcntl(w.executor_log->fd, F_DUPFD, 16);
         exec_child(p, w.executor_cgroup.get(), lf, lifted, 2);
-    }
+    });
     w.executor = pid;
     if (w.executor_cgroup) w.executor_cgroup->freeze();  // runs only while a kernel does
 }

@@ -20,6 +20,17 @@ namespace mw::grade {
 
 namespace {
 
+// Argument `arg` equal to `value` in its low 32 bits: what the kernel reads
+// of an int argument (a command, an option, advice). Compared on all 64
+// bits, a caller that set bit 32 slipped past every "refuse this value"
+// rule while the kernel saw the refused value (red-team batch 9:
+// SO_PEERPIDFD, F_OFD_SETLK, MADV_PAGEOUT so); and libseccomp's own 32-bit
+// comparison (SCMP_A*_32) still wants the high half zero. Masks (clone's
+// flags, mmap's, open's) read only the bits they name already.
+scmp_arg_cmp int_eq(unsigned arg, scmp_datum_t value) {
+    return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, value};
+}
+
 struct Filter {
     scmp_filter_ctx ctx;
     explicit Filter(scmp_filter_ctx c) : ctx(c) {}
@@ -85,16 +96,16 @@ void add_rules(Filter& f) {
     // dropping them again).
     f.deny(SCMP_SYS(flock), ENOLCK);
     for (int cmd : {F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW})
-        f.deny_if(SCMP_SYS(fcntl), ENOLCK, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+        f.deny_if(SCMP_SYS(fcntl), ENOLCK, int_eq(1, static_cast<scmp_datum_t>(cmd)));
     for (int cmd : {F_SETLEASE, F_GETLEASE, F_NOTIFY})
-        f.deny_if(SCMP_SYS(fcntl), EPERM, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+        f.deny_if(SCMP_SYS(fcntl), EPERM, int_eq(1, static_cast<scmp_datum_t>(cmd)));
     for (int s : {SCMP_SYS(inotify_init), SCMP_SYS(inotify_init1), SCMP_SYS(inotify_add_watch),
                   SCMP_SYS(fanotify_mark), SCMP_SYS(mincore), SCMP_SYS(fadvise64), SCMP_SYS(readahead)})
         f.deny(s, ENOSYS);
     f.deny(kCachestat, ENOSYS);
     for (int s : {SCMP_SYS(preadv2), SCMP_SYS(pwritev2)}) f.deny(s, ENOSYS);  // RWF_NOWAIT: "is it cached?"
     for (int advice : {MADV_COLD, MADV_PAGEOUT})
-        f.deny_if(SCMP_SYS(madvise), EPERM, SCMP_A2(SCMP_CMP_EQ, static_cast<scmp_datum_t>(advice)));
+        f.deny_if(SCMP_SYS(madvise), EPERM, int_eq(2, static_cast<scmp_datum_t>(advice)));
     // A session (or process group) of its own would be a scheduler group of
     // its own where autogroups are on: more of a shared core than the
     // reference gets. bubblewrap's --new-session has made the one it keeps.
@@ -113,8 +124,8 @@ void add_worker_rules(Filter& f) {
     f.deny_if(SCMP_SYS(clone), EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD));
     // ... nor the pidfd a local socket hands out (its peer's, or with each
     // message: attack_peerpidfd_gemm.cu, red-team batch 9).
-    f.deny_if(SCMP_SYS(getsockopt), ENOPROTOOPT, SCMP_A2(SCMP_CMP_EQ, kSoPeerPidfd));
-    f.deny_if(SCMP_SYS(setsockopt), ENOPROTOOPT, SCMP_A2(SCMP_CMP_EQ, kSoPassPidfd));
+    f.deny_if(SCMP_SYS(getsockopt), ENOPROTOOPT, int_eq(2, kSoPeerPidfd));
+    f.deny_if(SCMP_SYS(setsockopt), ENOPROTOOPT, int_eq(2, kSoPassPidfd));
 }
 
 // The kernel executor's allowlist: what loading the program, serving
@@ -152,7 +163,7 @@ void add_executor_allowlist(Filter& f) {
     f.allow_if(SCMP_SYS(mmap), SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
     // Device memory's pages given back after a launch, and nothing else of fallocate.
     f.allow_if(SCMP_SYS(fallocate),
-               SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)));
+               int_eq(1, static_cast<scmp_datum_t>(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)));
     // Files read-only, nothing created.
     constexpr scmp_datum_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY);
     f.allow_if(SCMP_SYS(openat), SCMP_A2(SCMP_CMP_MASKED_EQ, kWrites, 0));
@@ -166,12 +177,12 @@ void add_executor_allowlist(Filter& f) {
     // cache's state is a channel).
     for (int advice : {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_FREE,
                        MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP, MADV_DODUMP})
-        f.allow_if(SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, static_cast<scmp_datum_t>(advice)));
+        f.allow_if(SCMP_SYS(madvise), int_eq(2, static_cast<scmp_datum_t>(advice)));
     for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC})
-        f.allow_if(SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
-    f.allow_if(SCMP_SYS(ioctl), SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(TCGETS)));  // isatty
+        f.allow_if(SCMP_SYS(fcntl), int_eq(1, static_cast<scmp_datum_t>(cmd)));
+    f.allow_if(SCMP_SYS(ioctl), int_eq(1, static_cast<scmp_datum_t>(TCGETS)));  // isatty
     for (int opt : {PR_SET_NAME, PR_GET_NAME})
-        f.allow_if(SCMP_SYS(prctl), SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(opt)));
+        f.allow_if(SCMP_SYS(prctl), int_eq(0, static_cast<scmp_datum_t>(opt)));
 }
 
 }  // namespace

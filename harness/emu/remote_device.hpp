@@ -16,8 +16,10 @@
 // the server relays. It runs each launch in a forked child that maps every
 // allocation at its address, and sends every allocation back. Whatever the
 // host process does to its own memory, the device's contents are only what
-// copies and kernels put there, and all the host learns of a kernel is
-// whether it succeeded (a failure is sticky, as a GPU context's is).
+// copies and kernels put there. The grader's server answers a launch at
+// once and runs it when the call has returned, so that the host learns
+// nothing of a kernel, not even how long it took (a failure surfaces as a
+// later call's failure, sticky as a GPU context's is).
 //
 // The arena is at a fixed address, so that the server hands out addresses
 // the client can map and the grader can pass device pointers in a call.

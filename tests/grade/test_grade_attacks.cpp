@@ -258,7 +258,9 @@ INSTANTIATE_TEST_SUITE_P(
                           "gemm-cuda"},
                     Small{{"attack_emu_forged_fetch.cu", "bytes of device memory during the call", 0, kEmu},
                           "gemm-cuda"},
-                    Small{{"attack_emu_shared_inputs.cu", "elements outside", 0, kEmu}, "gemm-cuda"}),
+                    Small{{"attack_emu_shared_inputs.cu", "elements outside", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_many_launches.cu", "more than 64 kernel launches", 0, kEmu}, "gemm-cuda"},
+                    Small{{"attack_emu_empty_read.cu", "(cudaMemcpy device to host: 1 read)", 0, kEmu}, "gemm-cuda"}),
     [](const testing::TestParamInfo<Small>& i) {
         std::string n = i.param.control.file.substr(0, i.param.control.file.find('.'));
         for (char& c : n)
@@ -267,17 +269,60 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Under cuda-emu the host's processes are frozen while a kernel runs (and
-// the kernel's between launches): a host thread beside a 0.4 s kernel makes
-// no progress for as long (a few ms of pause when both ran at once).
+// the kernel's between launches): a 0.4 s kernel runs wholly inside a pause
+// of a host thread that never stops otherwise.
 TEST(GradeAttack, NothingOfTheHostRunsBesideAKernel) {
     const GradeRun r = grade_level("01", control("attack_emu_beside_kernel.cu") + " " + kEmu +
                                              " --exercise gemm-cuda --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;
     if (!cgroups(r)) GTEST_SKIP() << "no writable cgroup here: " << r.doc["sandbox"]["description"];
     const std::string f = failures(r.doc);
-    const auto at = f.find("GAP_MS ");
+    ASSERT_NE(f.find("INSIDE_PAUSE "), std::string::npos) << "the attack did not run:\n" << f;
+    EXPECT_NE(f.find("INSIDE_PAUSE yes"), std::string::npos) << "host code ran while the kernel did: " << f;
+}
+
+// Under cuda-emu the host cannot time its kernels: a launch is answered at
+// once and runs when the call has returned (a kernel that slept two bits of
+// its input for the host to time carried a small call's inputs: red-team
+// batch 9, 20/60 with kernels that wrote nothing).
+TEST(GradeAttack, TheHostCannotTimeItsKernels) {
+    const GradeRun r = grade_level("01", control("attack_emu_launch_timing.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto at = f.find("LAUNCH_MS short=");
     ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
-    EXPECT_GE(std::stoi(f.substr(at + 7)), 300) << "host code ran while the kernel did: " << f;
+    double short_ms = -1, long_ms = -1;
+    ASSERT_EQ(std::sscanf(f.c_str() + at, "LAUNCH_MS short=%lf long=%lf", &short_ms, &long_ms), 2) << f;
+    // A kernel sleeping 0.3 s adds 300 ms when the host waits for it.
+    EXPECT_LT(long_ms - short_ms, 100) << "the host timed its kernel: " << f;
+}
+
+// Under cuda-emu the grader holds device memory in its own process: at most
+// 1 GiB of it, whatever the level's memory limit (4 GiB of it made the grader
+// the process a 6 GiB container killed: red-team batch 9).
+TEST(GradeAttack, DeviceMemoryCannotExhaustTheGrader) {
+    const GradeRun r = grade_level("01", control("attack_emu_device_hog.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string f = failures(r.doc);
+    const auto at = f.find("DEVICE_MIB ");
+    ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
+    const int mib = std::stoi(f.substr(at + 11));
+    EXPECT_LE(mib, 1024) << f;
+    EXPECT_GE(mib, 512) << "an honest submission should get most of it: " << f;
+}
+
+// Under cuda-emu a request the host leaves half sent cannot hold the grader:
+// the grade ends within its time limit, with a report (it hung before).
+TEST(GradeAttack, AHalfSentRequestCannotHangTheGrader) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const GradeRun r = grade_level("01", control("attack_emu_short_write.cu") + " " + kEmu +
+                                             " --exercise gemm-cuda --seed 5 --time-limit 20");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(points(r.doc, "correctness"), 0) << failures(r.doc);
+    EXPECT_LT(s, 90) << "the grade took " << s << " s under a 20 s limit";
 }
 
 // Under cuda-emu a kernel sees no file the host code sees (no page of a
@@ -315,7 +360,9 @@ TEST(GradeAttack, KernelsMoveNoCounterTheHostCanRead) {
         const std::string line = f.substr(at, f.find('\n', at) - at);
         EXPECT_EQ(line.find("=ok"), std::string::npos) << line;
     }
-    if (cgroups(r)) EXPECT_NE(f.find("holder=gone"), std::string::npos) << f;
+    if (cgroups(r)) {
+        EXPECT_NE(f.find("holder=gone"), std::string::npos) << f;
+    }
 }
 
 // Under cuda-emu a kernel makes no inode: a new one's number comes from a
@@ -392,8 +439,8 @@ TEST(GradeAttack, KernelInterfacesBeyondTheExerciseAreRefused) {
     ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
     const std::string line = f.substr(at, f.find('\n', at) - at);
     for (const char* call : {"unshare", "mount", "packet", "inet", "vsock", "io_uring", "perf", "bpf", "keyctl",
-                             "ptrace", "fcntl_lock", "fcntl_getlk", "ofd_lock", "flock", "inotify", "fadvise",
-                             "mincore", "cachestat", "setsid"})
+                             "ptrace", "fcntl_lock", "fcntl_getlk", "ofd_lock", "ofd_lock_high", "fcntl_lock_high",
+                             "flock", "inotify", "fadvise", "mincore", "pageout_high", "cachestat", "setsid"})
         EXPECT_EQ(line.find(std::string(" ") + call + "=ok"), std::string::npos) << call << " worked: " << line;
 }
 
@@ -564,22 +611,35 @@ bool nobody_can_run_memwall() {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-void PrintTo(Grader g, std::ostream* os) { *os << (g == Grader::root ? "root" : "unprivileged"); }
+// Who runs it, and on what: a CPU exercise, or a CUDA one under cuda-emu
+// (a worker and a kernel executor, both frozen while the host sleeps).
+struct Killed {
+    Grader who;
+    bool emu;
+};
 
-class KilledGrader : public testing::TestWithParam<Grader> {};
+void PrintTo(Killed k, std::ostream* os) {
+    *os << (k.who == Grader::root ? "root" : "unprivileged") << (k.emu ? ", cuda-emu" : "");
+}
+
+class KilledGrader : public testing::TestWithParam<Killed> {};
 
 TEST_P(KilledGrader, LeavesNothingBehind) {
-    const bool as_nobody = GetParam() == Grader::unprivileged && geteuid() == 0;
-    if (GetParam() == Grader::root && geteuid() != 0) GTEST_SKIP() << "needs root";
+    const bool as_nobody = GetParam().who == Grader::unprivileged && geteuid() == 0;
+    if (GetParam().who == Grader::root && geteuid() != 0) GTEST_SKIP() << "needs root";
     if (as_nobody && !nobody_can_run_memwall()) GTEST_SKIP() << "user nobody cannot run " << MEMWALL_BIN;
     const pid_t grader = fork();
     ASSERT_GE(grader, 0);
     if (grader == 0) {
         if (as_nobody && !become_nobody()) _exit(126);
-        const std::string sub = kControls + "/attack_hang.cpp";
+        const std::string sub = kControls + (GetParam().emu ? "/attack_emu_hang.cu" : "/attack_hang.cpp");
         freopen("/dev/null", "w", stdout);
-        execl(MEMWALL_BIN, MEMWALL_BIN, "grade", "01", "--submission", sub.c_str(), "--seed", "13", "--format", "json",
-              (char*)nullptr);
+        if (GetParam().emu)
+            execl(MEMWALL_BIN, MEMWALL_BIN, "grade", "01", "--submission", sub.c_str(), "--backend", "cuda-emu",
+                  "--exercise", "gemm-cuda", "--seed", "13", "--format", "json", (char*)nullptr);
+        else
+            execl(MEMWALL_BIN, MEMWALL_BIN, "grade", "01", "--submission", sub.c_str(), "--seed", "13", "--format",
+                  "json", (char*)nullptr);
         _exit(127);
     }
     // Wait for the grade's temp folder, give it time to compile and reach
@@ -612,9 +672,12 @@ TEST_P(KilledGrader, LeavesNothingBehind) {
     if (!cgroups_made) std::cout << "(no cgroups made: the processes and the temp folder were checked)\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(GradeAttack, KilledGrader, testing::Values(Grader::root, Grader::unprivileged),
-                         [](const testing::TestParamInfo<Grader>& i) {
-                             return std::string(i.param == Grader::root ? "AsRoot" : "AsAnUnprivilegedUser");
+INSTANTIATE_TEST_SUITE_P(GradeAttack, KilledGrader,
+                         testing::Values(Killed{Grader::root, false}, Killed{Grader::unprivileged, false},
+                                         Killed{Grader::root, true}),
+                         [](const testing::TestParamInfo<Killed>& i) {
+                             return std::string(i.param.who == Grader::root ? "AsRoot" : "AsAnUnprivilegedUser") +
+                                    (i.param.emu ? "UnderCudaEmu" : "");
                          });
 
 TEST(GradeAttack, CleanupRemovesWhatADeadGraderLeft) {

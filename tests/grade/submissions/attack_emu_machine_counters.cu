@@ -50,7 +50,9 @@ const char* peer_pidfd() {
     int sv[2], fd = -1;
     socklen_t len = sizeof fd;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return "no-socket";
-    return verdict(getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &fd, &len) == 0 ? fd : -1);
+    if (getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &fd, &len) == 0) return "ok";
+    // The option with bit 32 set: the kernel reads an int.
+    return verdict(syscall(SYS_getsockopt, sv[0], SOL_SOCKET, (1L << 32) | 77, &fd, &len) == 0 ? fd : -1);
 }
 const char* pass_pidfd() {
     int sv[2], one = 1;
