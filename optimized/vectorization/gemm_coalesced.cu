@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 1 of 8: coalesced global access.
+// GEMM on the GPU, rung 1 of 9: coalesced global access.
 // (The whole ladder is listed in reference/vectorization/gemm.cu.)
 //
 // Change from rung 0 (naive): the same one-thread-per-output kernel with the

@@ -14,7 +14,7 @@
 // The bf16 rung: A and B rounded to bf16 by the tensor-core rungs' pack
 // kernel (gemm_mma.cuh, here without padding), then cublasGemmEx with bf16
 // inputs, fp32 output and CUBLAS_COMPUTE_32F: the same contract as rungs
-// 5-7 (gemm::oracle_bf16_inputs) and the ceiling they are measured against.
+// 5-8 (gemm::oracle_bf16_inputs) and the ceiling they are measured against.
 // Real GPU only: the emulator has no cuBLAS.
 #include "harness/cuda/launch.hpp"
 
@@ -80,9 +80,9 @@ mw::Instance prepare_cublas_bf16(mw::Problem& p) {
 
 MW_REGISTER_VARIANT(gemm_cublas_bf16_cuda, {
     .name = "cublas_bf16", .op = "gemm", .lever = "vectorization",
-    .role = mw::Role::vendor, .backend = MW_CUDA_BACKEND, .rung = 9,
+    .role = mw::Role::vendor, .backend = MW_CUDA_BACKEND, .rung = 10,
     .rationale = "cublasGemmEx on bf16 tensor cores (inputs rounded by the ladder's pack kernel, fp32 "
-                 "accumulate): the ceiling of rungs 5-7",
+                 "accumulate): the ceiling of rungs 5-8",
     .needs = {"gpu", "sm_80"},
     .compute = "bf16",
     .prepare = prepare_cublas_bf16,
@@ -90,7 +90,7 @@ MW_REGISTER_VARIANT(gemm_cublas_bf16_cuda, {
 
 MW_REGISTER_VARIANT(gemm_cublas_cuda, {
     .name = "cublas", .op = "gemm", .lever = "vectorization",
-    .role = mw::Role::vendor, .backend = MW_CUDA_BACKEND, .rung = 8,
+    .role = mw::Role::vendor, .backend = MW_CUDA_BACKEND, .rung = 9,
     .rationale = "NVIDIA's tuned SGEMM, the ceiling the hand-written ladder is measured against",
     .needs = {"gpu"},
     .prepare = prepare_cublas });

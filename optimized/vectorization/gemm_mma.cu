@@ -1,12 +1,13 @@
-// GEMM on the GPU, rung 5 of 8: tensor cores (mma.sync m16n8k16, bf16 in, fp32
+// GEMM on the GPU, rung 6 of 9: tensor cores (mma.sync m16n8k16, bf16 in, fp32
 // accumulate), fragments loaded with ldmatrix.
 // (The whole ladder is listed in reference/vectorization/gemm.cu; the
 // wrappers and the fragment layouts they follow: kernels/cuda/tensor_core.cuh.)
 //
-// Change from rung 4 (vectorized): the FMAs leave the CUDA cores. A block of
+// Change from rung 5 (wmma_bf16): the same tensor-core instruction, taken by
+// hand instead of through the warp matrix API. A block of
 // 4 warps computes a 64x64 block of C; each warp a 32x32 quarter, as 2 x 4
 // tiles of 16x8, each one mma.sync per 16 of K (gemm_mma.cuh, shared with
-// rung 6). K is walked 32 at a time:
+// rungs 7 and 8). K is walked 32 at a time:
 // the block stages a 64x32 tile of A and a 32x64 tile of B in shared memory,
 // rounding fp32 to bf16 on the way (so half the shared bytes per element),
 // and every warp reads its fragments with ldmatrix (A's four 8x8 matrices
@@ -18,9 +19,9 @@
 //     (harness/gpu_specs.cpp), so the roof this rung is judged against is
 //     ~15x higher;
 //   - global: bytes_blocked(s, 64, 64), twice rung 4's 128x128 traffic per
-//     FMA; at 4096^3 that is 2 GiB in ~0.6 ms at 3.35 TB/s, against
-//     0.14 ms of bf16 peak for the 137 GFLOP: this rung is bound by how
-//     fast it feeds the tensor cores (global loads, and the conversion on
+//     FMA; at 4096^3 that is 8.6 GB, 2.6 ms at 3.35 TB/s if none of the
+//     re-reads hit in L2, against 0.14 ms of bf16 peak for the 137 GFLOP:
+//     this rung is bound by how fast it feeds the tensor cores (global loads, and the conversion on
 //     the way to shared memory, with no overlap of the next tile's loads:
 //     what cp.async and a multi-stage pipeline add next), not by their peak;
 //   - precision: the products are of bf16-rounded inputs (8 significant
@@ -73,7 +74,7 @@ mw::Instance prepare_mma(mw::Problem& p) {
 
 MW_REGISTER_VARIANT(gemm_mma_cuda, {
     .name = "mma_bf16", .op = "gemm", .lever = "vectorization",
-    .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 5,
+    .role = mw::Role::optimized, .backend = MW_CUDA_BACKEND, .rung = 6,
     .rationale = "bf16 tensor cores: each warp issues mma.sync m16n8k16 on fragments loaded with ldmatrix "
                  "from 64x32 / 32x64 shared tiles (fp32 rounded to bf16 on the way), fp32 accumulate",
     .needs = {"gpu", "sm_80"},

@@ -1,9 +1,10 @@
 // What the tensor-core GEMM rungs share: the block tile, its bf16 shared
 // layouts, a warp's work on one staged tile (fragments by ldmatrix,
 // products by mma.sync) and its store, and the cp.async pipeline. The
-// rungs: gemm_mma.cu (rung 5, the tiles staged by plain loads),
-// gemm_mma_pipelined.cu (rung 6, by cp.async in a three-stage pipeline) and
-// gemm_mma_swizzled.cu (rung 7, the same with a swizzled shared layout); the
+// rungs: gemm_wmma.cu (rung 5, the tiles through the wmma API), gemm_mma.cu
+// (rung 6, by hand, staged by plain loads), gemm_mma_pipelined.cu (rung 7,
+// by cp.async in a three-stage pipeline) and gemm_mma_swizzled.cu (rung 8,
+// the same with a swizzled shared layout); the
 // instruction wrappers and the fragment layouts they follow:
 // kernels/cuda/tensor_core.cuh.
 //
@@ -32,7 +33,7 @@ constexpr int MMA_PAD = 8;  // bf16 elements after each shared row: rows stay 16
 // row of an 8x8 matrix that ldmatrix reads. at_a(r, c) / at_b(r, c): the
 // element at row r, column c (c % 8 == 0: the start of its chunk).
 //
-// Padded (rungs 5 and 6): 8 bf16 after each row, so that rows are 80 and
+// Padded (rungs 5-7): 8 bf16 after each row, so that rows are 80 and
 // 144 bytes apart and the 8 rows an ldmatrix reads fall in different
 // 16-byte bank groups (mostly: A's 80-byte stride still puts rows 0 and 8 in
 // one, and B's 144 bytes in every other).
@@ -45,7 +46,7 @@ struct MmaPadded {
     __device__ const unsigned short* at_b(int r, int c) const { return &b[r][c]; }
 };
 
-// Swizzled (rung 7): no padding; chunk j of row r is stored at chunk
+// Swizzled (rung 8): no padding; chunk j of row r is stored at chunk
 // j ^ f(r), with f(r) = (r / 2) % 4 for A's 64-byte rows (two rows per 128
 // bytes of banks) and r % 8 for B's 128-byte rows. The 8 rows an ldmatrix
 // reads (at one chunk column) then land in 8 different 16-byte bank groups:
@@ -111,7 +112,7 @@ inline double mma_padded_flops(const mw::Shape& s) {
 __device__ inline unsigned short mma_to_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 
-// --- the cp.async pipeline of rungs 6 and 7 -----------------------------------
+// --- the cp.async pipeline of rungs 7 and 8 -----------------------------------
 
 constexpr int MMA_STAGES = 3;
 

@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 3 of 8: 2-D register tiling. What the rung changes
+// GEMM on the GPU, rung 3 of 9: 2-D register tiling. What the rung changes
 // and what it buys, and its kernel: gemm_register_tiles.cuh. This file
 // prepares and registers it.
 #include "optimized/vectorization/gemm_register_tiles.cuh"

@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 3 of 8: 2-D register tiling.
+// GEMM on the GPU, rung 3 of 9: 2-D register tiling.
 // (The whole ladder is listed in reference/vectorization/gemm.cu.)
 //
 // Change from rung 2 (smem_tiles): a block of 256 threads computes a 128x128

@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 2 of 8: shared-memory tiles.
+// GEMM on the GPU, rung 2 of 9: shared-memory tiles.
 // (The whole ladder is listed in reference/vectorization/gemm.cu.)
 //
 // Change from rung 1 (coalesced): a 32x32 block of threads still computes a

@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 4 of 8: vectorized (float4) global access.
+// GEMM on the GPU, rung 4 of 9: vectorized (float4) global access.
 // (The whole ladder is listed in reference/vectorization/gemm.cu.)
 //
 // Change from rung 3 (register_tiles): the same 128x128 block tile, 8x8

@@ -1,4 +1,4 @@
-// GEMM on the GPU, rung 0 of 8: naive, one thread per element of C.
+// GEMM on the GPU, rung 0 of 9: naive, one thread per element of C.
 //
 // The CUDA ladder (C[M,N] = A[M,K] * B[K,N], row-major fp32), one idea a rung:
 //   reference/vectorization/gemm.cu                   0 naive (this file)
@@ -6,9 +6,10 @@
 //   optimized/vectorization/gemm_smem_tiles.cu        2 32x32 shared-memory tiles: 16x fewer global loads
 //   optimized/vectorization/gemm_register_tiles.cu    3 8x8 outputs per thread from registers
 //   optimized/vectorization/gemm_vectorized.cu        4 float4 global loads, transposed A tile
-//   optimized/vectorization/gemm_mma.cu               5 bf16 tensor cores: mma.sync on ldmatrix fragments
-//   optimized/vectorization/gemm_mma_pipelined.cu     6 the same fed by a 3-stage cp.async pipeline
-//   optimized/vectorization/gemm_mma_swizzled.cu      7 the same, shared tiles swizzled: no bank conflicts
+//   optimized/vectorization/gemm_wmma.cu              5 bf16 tensor cores through the wmma API
+//   optimized/vectorization/gemm_mma.cu               6 the same by hand: mma.sync on ldmatrix fragments
+//   optimized/vectorization/gemm_mma_pipelined.cu     7 the same fed by a 3-stage cp.async pipeline
+//   optimized/vectorization/gemm_mma_swizzled.cu      8 the same, shared tiles swizzled: no bank conflicts
 //   optimized/vectorization/gemm_cublas.cu       vendor cublasSgemm, and cublasGemmEx on bf16
 // Run: memwall run vectorization --backend cuda   (or --backend cuda-emu without a GPU)
 //
