@@ -61,5 +61,9 @@ std::vector<float> mma_via_ldmatrix(const std::vector<std::uint16_t>& A, const s
 // read): both stages after wait_group 1 (out[0, 256)), after wait_group 0
 // (out[256, 512)).
 std::vector<float> cp_async_stages(const std::vector<float>& in, int tail_bytes);
+// D = A B + C, all [16][16] (A and B bf16 bits), through the warp matrix API
+// (kernels/cuda/wmma.cuh); A's pointer `shift` elements past 256-bit alignment.
+std::vector<float> wmma_tile(const std::vector<std::uint16_t>& A, const std::vector<std::uint16_t>& B,
+                             const std::vector<float>& C, int shift = 0);
 
 }  // namespace emu_test

@@ -10,6 +10,7 @@
 
 #include "harness/cuda/launch.hpp"
 #include "kernels/cuda/tensor_core.cuh"
+#include "kernels/cuda/wmma.cuh"
 #include "tests/emu/emu_kernels.hpp"
 
 namespace {
@@ -96,6 +97,29 @@ __global__ void cp_async_kernel(const float* in, float* out, int tail_bytes) {
     for (int i = 0; i < 4; ++i) out[256 + 4 * l + i] = sm[0][4 * l + i], out[384 + 4 * l + i] = sm[1][4 * l + i];
 }
 
+// D = A B + C for A, B, C, D [16][16] row-major, through the warp matrix
+// API from shared memory; `shift` elements added to A's pointer (0: the
+// 256-bit alignment the API requires; else, under the emulator, refused).
+__global__ void wmma_kernel(const u16* A, const u16* B, const float* C, float* D, int shift) {
+    namespace wmma = mw::wmma;
+    __shared__ __align__(32) u16 sa[16 * 16 + 16];
+    __shared__ __align__(32) u16 sb[16 * 16];
+    __shared__ __align__(32) float sc[16 * 16];
+    const int lane = int(threadIdx.x);
+    for (int i = lane; i < 256; i += 32) sa[i + shift] = A[i], sb[i] = B[i], sc[i] = C[i];
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::load_matrix_sync(a, reinterpret_cast<const __nv_bfloat16*>(sa + shift), 16);
+    wmma::load_matrix_sync(b, reinterpret_cast<const __nv_bfloat16*>(sb), 16);
+    wmma::load_matrix_sync(c, sc, 16, wmma::mem_row_major);
+    wmma::mma_sync(c, a, b, c);
+    wmma::store_matrix_sync(sc, c, 16, wmma::mem_row_major);
+    __syncwarp();
+    for (int i = lane; i < 256; i += 32) D[i] = sc[i];
+}
+
 template <class T> T* device(const std::vector<T>& h) {
     T* d = nullptr;
     MW_CUDA_CHECK(cudaMalloc(&d, h.size() * sizeof(T)));
@@ -144,6 +168,15 @@ std::vector<float> mma_via_ldmatrix(const std::vector<std::uint16_t>& A, const s
     mw::launch(mma_ldmatrix_kernel, dim3(1), dim3(32), 0, nullptr, dA, dB, dD);
     cudaFree(dA), cudaFree(dB);
     return fetch(dD, 128);
+}
+
+std::vector<float> wmma_tile(const std::vector<std::uint16_t>& A, const std::vector<std::uint16_t>& B,
+                             const std::vector<float>& C, int shift) {
+    u16 *dA = device(A), *dB = device(B);
+    float *dC = device(C), *dD = device(std::vector<float>(256, 0.0f));
+    mw::launch(wmma_kernel, dim3(1), dim3(32), 0, nullptr, dA, dB, dC, dD, shift);
+    cudaFree(dA), cudaFree(dB), cudaFree(dC);
+    return fetch(dD, 256);
 }
 
 std::vector<float> cp_async_stages(const std::vector<float>& in, int tail_bytes) {

@@ -140,4 +140,23 @@ inline void check_cp_async_groups_land_in_order() {
     }
 }
 
+// The warp matrix API (wmma, 16x16x16, bf16 in, f32 accumulate): D = A B + C
+// within f32 accumulation's bound, element by element.
+inline void check_wmma_is_the_product() {
+    std::vector<double> a, b;
+    const auto A = halves(256, 61, false, a), B = halves(256, 67, false, b);
+    const auto C = accumulator(256, 71);
+    const auto D = emu_test::wmma_tile(A, B, C);
+    for (int m = 0; m < 16; ++m)
+        for (int n = 0; n < 16; ++n) {
+            double want = C[std::size_t(m * 16 + n)], magnitude = std::abs(want);
+            for (int k = 0; k < 16; ++k) {
+                want += a[std::size_t(m * 16 + k)] * b[std::size_t(k * 16 + n)];
+                magnitude += std::abs(a[std::size_t(m * 16 + k)] * b[std::size_t(k * 16 + n)]);
+            }
+            EXPECT_LE(std::abs(double(D[std::size_t(m * 16 + n)]) - want), 16 * std::ldexp(magnitude, -23))
+                << "D[" << m << "][" << n << "] = " << D[std::size_t(m * 16 + n)] << ", want " << want;
+        }
+}
+
 }  // namespace mw::test::tensor_core

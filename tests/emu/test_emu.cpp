@@ -290,6 +290,21 @@ TEST(EmuTensorCore, MmaFromLdmatrixFragmentsIsTheProduct) {
 
 TEST(EmuTensorCore, CpAsyncGroupsLandInOrder) { mw::test::tensor_core::check_cp_async_groups_land_in_order(); }
 
+TEST(EmuTensorCore, WmmaIsTheProduct) { mw::test::tensor_core::check_wmma_is_the_product(); }
+
+// Emulator only: the warp matrix API's requirements are checked (a GPU
+// gives undefined results): a pointer 2 bytes past 256-bit alignment fails
+// the launch, naming the call.
+TEST(EmuTensorCore, WmmaRefusesAMisalignedPointer) {
+    const std::vector<std::uint16_t> A(256, 0x3f80), B(256, 0x3f80);  // bf16 ones
+    try {
+        emu_test::wmma_tile(A, B, std::vector<float>(256, 0.0f), 1);
+        ADD_FAILURE() << "a misaligned load_matrix_sync ran";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("256-bit aligned"), std::string::npos) << e.what();
+    }
+}
+
 // Emulator only: a stage read before the wait that completes it is poison
 // (0xff bytes, a NaN), not the data a GPU might or might not have delivered.
 TEST(EmuTensorCore, CpAsyncReadBeforeItsWaitIsPoison) {

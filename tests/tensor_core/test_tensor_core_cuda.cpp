@@ -59,4 +59,9 @@ TEST(TensorCoreCuda, CpAsyncGroupsLandInOrder) {
     cases::check_cp_async_groups_land_in_order();
 }
 
+TEST(TensorCoreCuda, WmmaIsTheProduct) {
+    MW_TENSOR_CORES_OR_SKIP();
+    cases::check_wmma_is_the_product();
+}
+
 }  // namespace
