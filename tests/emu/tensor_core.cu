@@ -174,7 +174,12 @@ std::vector<float> wmma_tile(const std::vector<std::uint16_t>& A, const std::vec
                              const std::vector<float>& C, int shift) {
     u16 *dA = device(A), *dB = device(B);
     float *dC = device(C), *dD = device(std::vector<float>(256, 0.0f));
-    mw::launch(wmma_kernel, dim3(1), dim3(32), 0, nullptr, dA, dB, dC, dD, shift);
+    try {
+        mw::launch(wmma_kernel, dim3(1), dim3(32), 0, nullptr, dA, dB, dC, dD, shift);
+    } catch (...) {  // a refused call (the misaligned test): nothing left allocated
+        cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dD);
+        throw;
+    }
     cudaFree(dA), cudaFree(dB), cudaFree(dC);
     return fetch(dD, 256);
 }
