@@ -24,7 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -65,7 +68,9 @@ __global__ void make_inodes() {
     const bool devzero =
         zero >= 0 && mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0) != MAP_FAILED;
     int p[2];
-    const int tmp = open("/tmp/memwall-attack", O_CREAT | O_WRONLY, 0600);
+    const char* tmpdir = std::getenv("TMPDIR");  // else the C library's temporary folder
+    const std::string in_tmp = std::string(tmpdir && *tmpdir ? tmpdir : P_tmpdir) + "/memwall-attack";
+    const int tmp = open(in_tmp.c_str(), O_CREAT | O_WRONLY, 0600);
     const int unnamed = open(".", O_TMPFILE | O_RDWR, 0600);
     const int created = open("memwall-attack", O_CREAT | O_WRONLY, 0600);
     struct stat st {};
