@@ -288,15 +288,28 @@ bool DeviceServer::enqueue_if_pending(int fd, const r::Request& q, r::Response& 
         pending_bytes_ += q.bytes;
     }
     std::lock_guard lk(m_);
-    const bool valid = q.op == r::kFree ? mem_.count(q.addr) > 0
-                       : q.op == r::kCopy ? span(q.addr, q.bytes) && span(q.from, q.bytes)
-                                          : span(q.addr, q.bytes) != nullptr;
-    if (!valid) {
-        resp.status = q.op == r::kFree ? kInvalidDevicePointer : kInvalidValue;
-        return true;
-    }
-    pending_.push_back(std::move(p));
+    resp.status = apply(p, /*check_only=*/true);
+    if (resp.status == 0) pending_.push_back(std::move(p));
     return true;
+}
+
+// A free, set, copy or write (its payload in p) on the allocations as they
+// are now (m_ held): its status, and with check_only nothing done.
+std::int32_t DeviceServer::apply(const Pending& p, bool check_only) {
+    if (p.op == r::kFree) {
+        auto it = mem_.find(p.addr);
+        if (it == mem_.end()) return kInvalidDevicePointer;
+        if (!check_only) drop(it);
+        return 0;
+    }
+    unsigned char* at = span(p.addr, p.bytes);
+    const unsigned char* from = p.op == r::kCopy ? span(p.from, p.bytes) : nullptr;
+    if (!at || (p.op == r::kCopy && !from)) return kInvalidValue;
+    if (check_only || p.bytes == 0) return 0;
+    if (p.op == r::kCopy) std::memmove(at, from, p.bytes);
+    else if (p.op == r::kWrite) std::memcpy(at, p.payload.data(), p.bytes);
+    else std::memset(at, static_cast<int>(p.value & 0xFF), p.bytes);
+    return 0;
 }
 
 // The queue, in order (flush_m_ held). A launch that fails fails every one
@@ -319,16 +332,7 @@ void DeviceServer::run_pending() {
             continue;
         }
         std::lock_guard lk(m_);
-        if (p.op == r::kFree) {
-            if (auto it = mem_.find(p.addr); it != mem_.end()) drop(it);
-        } else if (p.op == r::kCopy) {
-            unsigned char* to = span(p.addr, p.bytes);
-            const unsigned char* from = span(p.from, p.bytes);
-            if (to && from && p.bytes) std::memmove(to, from, p.bytes);
-        } else if (unsigned char* at = span(p.addr, p.bytes); at && p.bytes) {
-            if (p.op == r::kWrite) std::memcpy(at, p.payload.data(), p.bytes);
-            else std::memset(at, static_cast<int>(p.value & 0xFF), p.bytes);
-        }
+        apply(p);
     }
 }
 
@@ -347,6 +351,10 @@ bool DeviceServer::finish(double seconds) {
     if (!queue.try_lock_for(std::chrono::duration<double>(seconds + 1.0))) {
         cut_wires();
         queue.lock();
+    }
+    {
+        std::lock_guard lk(m_);
+        if (pending_.empty()) return !cut;  // the grader's own accesses, most calls: no watchdog to start
     }
     std::mutex m;
     std::condition_variable cv;
@@ -438,30 +446,11 @@ bool DeviceServer::handle(int fd) {
             resp.addr = q.bytes <= limit_ ? alloc(q.bytes) : 0;
             resp.status = resp.addr ? 0 : kMemoryAllocation;
             break;
-        case r::kFree: {
-            std::lock_guard lk(m_);
-            if (auto it = mem_.find(q.addr); it != mem_.end()) drop(it);
-            else resp.status = kInvalidDevicePointer;
-            break;
-        }
-        case r::kSet: {
-            std::lock_guard lk(m_);
-            if (unsigned char* p = span(q.addr, q.bytes)) {
-                if (q.bytes) std::memset(p, static_cast<int>(q.value & 0xFF), q.bytes);
-            } else {
-                resp.status = kInvalidValue;
-            }
-            break;
-        }
+        case r::kFree:
+        case r::kSet:
         case r::kCopy: {
             std::lock_guard lk(m_);
-            unsigned char* to = span(q.addr, q.bytes);
-            const unsigned char* from = span(q.from, q.bytes);
-            if (to && from) {
-                if (q.bytes) std::memmove(to, from, q.bytes);
-            } else {
-                resp.status = kInvalidValue;
-            }
+            resp.status = apply(Pending{q.op, q.value, q.addr, q.from, q.bytes, {}});
             break;
         }
         default:

@@ -99,6 +99,7 @@ private:
         std::vector<unsigned char> payload;  // a launch's message, a write's bytes
     };
     void run_pending();  // with flush_m_ held (finish() takes it)
+    std::int32_t apply(const Pending& p, bool check_only = false);
     bool enqueue_if_pending(int fd, const emu::remote::Request& q, emu::remote::Response& resp, bool& wire_ok);
     // A launch: relayed to the executor with every allocation; the status
     // (a failure is sticky until the next reconnect).

@@ -58,14 +58,8 @@ mw::Instance prepare_cublas_bf16(mw::Problem& p) {
     return mw::cuda::device_instance(
         p,
         [=](mw::cuda::DeviceProblem& d) {
-            const auto pack = [&](const float* src, unsigned short* dst, int rows, int cols) {
-                const std::size_t n = std::size_t(rows) * cols;
-                const unsigned blocks = unsigned(std::min<std::size_t>((n + 255) / 256, 4096));
-                mw::launch(mma_pack_bf16_kernel, dim3(blocks ? blocks : 1), dim3(256), 0, d.stream, src, dst, rows,
-                           cols, rows, cols);
-            };
-            pack(d.in<const float>("A"), A16.get(), M, K);
-            pack(d.in<const float>("B"), B16.get(), K, N);
+            mma_pack(d.stream, d.in<const float>("A"), A16.get(), M, K, M, K);
+            mma_pack(d.stream, d.in<const float>("B"), B16.get(), K, N, K, N);
             const float alpha = 1.0f, beta = 0.0f;
             cublas_check(cublasSetStream(handle.get(), d.stream), "cublasSetStream");
             cublas_check(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B16.get(),

@@ -40,20 +40,10 @@ __global__ void MW_LAUNCH_BOUNDS(MMA_THREADS)
     gemm_mma_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
                     int K) {
     __shared__ __align__(16) MmaPadded tiles;
-    const int tid = int(threadIdx.x);
     const int bm = int(blockIdx.y) * MMA_BM, bn = int(blockIdx.x) * MMA_BN;
     MmaAcc acc{};
     for (int k0 = 0; k0 < K; k0 += MMA_BK) {
-        // Consecutive threads take consecutive columns: coalesced rows of A
-        // and B, rounded to bf16 on their way to shared memory.
-        for (int i = tid; i < MMA_BM * MMA_BK; i += MMA_THREADS) {
-            const int r = i / MMA_BK, c = i % MMA_BK, gr = bm + r, gc = k0 + c;
-            *tiles.at_a(r, c) = mma_to_bf16(gr < M && gc < K ? A[std::size_t(gr) * K + gc] : 0.0f);
-        }
-        for (int i = tid; i < MMA_BK * MMA_BN; i += MMA_THREADS) {
-            const int r = i / MMA_BN, c = i % MMA_BN, gr = k0 + r, gc = bn + c;
-            *tiles.at_b(r, c) = mma_to_bf16(gr < K && gc < N ? B[std::size_t(gr) * N + gc] : 0.0f);
-        }
+        mma_stage_rounded(tiles, A, B, M, N, K, bm, bn, k0);
         __syncthreads();
         mma_warp_step(tiles, acc);
         __syncthreads();

@@ -34,9 +34,9 @@ constexpr int MMA_PAD = 8;  // bf16 elements after each shared row: rows stay 16
 // element at row r, column c (c % 8 == 0: the start of its chunk).
 //
 // Padded (rungs 5-7): 8 bf16 after each row, so that rows are 80 and
-// 144 bytes apart and the 8 rows an ldmatrix reads fall in different
-// 16-byte bank groups (mostly: A's 80-byte stride still puts rows 0 and 8 in
-// one, and B's 144 bytes in every other).
+// 144 bytes apart: 5 and 9 groups of 16 bytes, so the 8 consecutive rows an
+// ldmatrix reads step through all 8 of the 128 bytes' 16-byte bank groups
+// (unpadded, 64 and 128 bytes, they would share 2 and 1 of them).
 struct MmaPadded {
     unsigned short a[MMA_BM][MMA_BK + MMA_PAD];
     unsigned short b[MMA_BK][MMA_BN + MMA_PAD];
@@ -49,8 +49,8 @@ struct MmaPadded {
 // Swizzled (rung 8): no padding; chunk j of row r is stored at chunk
 // j ^ f(r), with f(r) = (r / 2) % 4 for A's 64-byte rows (two rows per 128
 // bytes of banks) and r % 8 for B's 128-byte rows. The 8 rows an ldmatrix
-// reads (at one chunk column) then land in 8 different 16-byte bank groups:
-// no bank conflict, and no shared memory spent on padding.
+// reads (at one chunk column) land in 8 different 16-byte bank groups, as
+// padded rows do, with no shared memory spent on padding.
 struct MmaSwizzled {
     unsigned short a[MMA_BM][MMA_BK];
     unsigned short b[MMA_BK][MMA_BN];
@@ -110,6 +110,22 @@ inline double mma_padded_flops(const mw::Shape& s) {
 }
 
 __device__ inline unsigned short mma_to_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+
+// Rungs 5 and 6: the block stages tile k0 of A (M x K) and B (K x N), fp32
+// in global memory, rounded to bf16 on the way to shared memory, zeros past
+// the edges. Consecutive threads take consecutive columns: coalesced rows.
+__device__ inline void mma_stage_rounded(MmaPadded& t, const float* A, const float* B, int M, int N, int K, int bm,
+                                         int bn, int k0) {
+    const int tid = int(threadIdx.x);
+    for (int i = tid; i < MMA_BM * MMA_BK; i += MMA_THREADS) {
+        const int r = i / MMA_BK, c = i % MMA_BK, gr = bm + r, gc = k0 + c;
+        *t.at_a(r, c) = mma_to_bf16(gr < M && gc < K ? A[std::size_t(gr) * K + gc] : 0.0f);
+    }
+    for (int i = tid; i < MMA_BK * MMA_BN; i += MMA_THREADS) {
+        const int r = i / MMA_BN, c = i % MMA_BN, gr = k0 + r, gc = bn + c;
+        *t.at_b(r, c) = mma_to_bf16(gr < K && gc < N ? B[std::size_t(gr) * N + gc] : 0.0f);
+    }
+}
 
 
 // --- the cp.async pipeline of rungs 7 and 8 -----------------------------------
@@ -172,6 +188,14 @@ __global__ void MW_LAUNCH_BOUNDS(MMA_THREADS)
     mma_store(acc, C, M, N, bm, bn);
 }
 
+// Enqueues the pack of src (rows x cols, fp32) into dst (rows_p x cols_p, bf16).
+inline void mma_pack(cudaStream_t stream, const float* src, unsigned short* dst, int rows, int cols, int rows_p,
+                     int cols_p) {
+    const std::size_t n = std::size_t(rows_p) * cols_p;
+    const unsigned blocks = unsigned(std::clamp<std::size_t>((n + 255) / 256, 1, 4096));
+    mw::launch(mma_pack_bf16_kernel, dim3(blocks), dim3(256), 0, stream, src, dst, rows, cols, rows_p, cols_p);
+}
+
 // The pack of A and B into padded bf16 workspaces, then the pipelined GEMM.
 template <class Tiles> mw::Instance mma_pipelined_instance(mw::Problem& p) {
     const int M = int(p.shape["m"]), N = int(p.shape["n"]), K = int(p.shape["k"]);
@@ -182,14 +206,8 @@ template <class Tiles> mw::Instance mma_pipelined_instance(mw::Problem& p) {
     return mw::cuda::device_instance(
         p,
         [=](mw::cuda::DeviceProblem& d) {
-            const auto pack = [&](const float* src, unsigned short* dst, int rows, int cols, int rows_p, int cols_p) {
-                const std::size_t n = std::size_t(rows_p) * cols_p;
-                const unsigned blocks = unsigned(std::min<std::size_t>((n + 255) / 256, 4096));
-                mw::launch(mma_pack_bf16_kernel, dim3(blocks), dim3(256), 0, d.stream, src, dst, rows, cols, rows_p,
-                           cols_p);
-            };
-            pack(d.in<const float>("A"), Ap.get(), M, K, Mp, Kp);
-            pack(d.in<const float>("B"), Bp.get(), K, N, Kp, Np);
+            mma_pack(d.stream, d.in<const float>("A"), Ap.get(), M, K, Mp, Kp);
+            mma_pack(d.stream, d.in<const float>("B"), Bp.get(), K, N, Kp, Np);
             const dim3 grid(unsigned(Np / MMA_BN), unsigned(Mp / MMA_BM));
             mw::launch(gemm_mma_pipelined_kernel<Tiles>, grid, dim3(MMA_THREADS), 0, d.stream,
                        static_cast<const unsigned short*>(Ap.get()), static_cast<const unsigned short*>(Bp.get()),

@@ -47,14 +47,7 @@ __global__ void MW_LAUNCH_BOUNDS(MMA_THREADS)
     for (auto& row : acc)
         for (auto& f : row) wmma::fill_fragment(f, 0.0f);
     for (int k0 = 0; k0 < K; k0 += MMA_BK) {
-        for (int i = tid; i < MMA_BM * MMA_BK; i += MMA_THREADS) {
-            const int r = i / MMA_BK, c = i % MMA_BK, gr = bm + r, gc = k0 + c;
-            *tiles.at_a(r, c) = mma_to_bf16(gr < M && gc < K ? A[std::size_t(gr) * K + gc] : 0.0f);
-        }
-        for (int i = tid; i < MMA_BK * MMA_BN; i += MMA_THREADS) {
-            const int r = i / MMA_BN, c = i % MMA_BN, gr = k0 + r, gc = bn + c;
-            *tiles.at_b(r, c) = mma_to_bf16(gr < K && gc < N ? B[std::size_t(gr) * N + gc] : 0.0f);
-        }
+        mma_stage_rounded(tiles, A, B, M, N, K, bm, bn, k0);
         __syncthreads();
         for (int kk = 0; kk < MMA_BK; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[2];

@@ -244,6 +244,11 @@ TEST_P(SmallAttack, IsRejectedForItsReason) {
 
 const std::string kEmu = "--backend cuda-emu";
 
+// A control of level 01's CUDA exercise (gemm-cuda) graded under cuda-emu.
+GradeRun grade_emu_gemm(const std::string& file, const std::string& extra = "") {
+    return grade_level("01", control(file) + " " + kEmu + " --exercise gemm-cuda --seed 5" + extra);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     GradeAttack, SmallAttack,
     testing::Values(Small{{"attack_write_past_end.cpp", "wrote past the end of C", 0}, "gemm-cpu"},
@@ -272,8 +277,7 @@ INSTANTIATE_TEST_SUITE_P(
 // the kernel's between launches): a 0.4 s kernel runs wholly inside a pause
 // of a host thread that never stops otherwise.
 TEST(GradeAttack, NothingOfTheHostRunsBesideAKernel) {
-    const GradeRun r = grade_level("01", control("attack_emu_beside_kernel.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_beside_kernel.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     if (!cgroups(r)) GTEST_SKIP() << "no writable cgroup here: " << r.doc["sandbox"]["description"];
     const std::string f = failures(r.doc);
@@ -286,8 +290,7 @@ TEST(GradeAttack, NothingOfTheHostRunsBesideAKernel) {
 // its input for the host to time carried a small call's inputs: red-team
 // batch 9, 20/60 with kernels that wrote nothing).
 TEST(GradeAttack, TheHostCannotTimeItsKernels) {
-    const GradeRun r = grade_level("01", control("attack_emu_launch_timing.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_launch_timing.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string f = failures(r.doc);
     const auto at = f.find("LAUNCH_MS short=");
@@ -302,8 +305,7 @@ TEST(GradeAttack, TheHostCannotTimeItsKernels) {
 // 1 GiB of it, whatever the level's memory limit (4 GiB of it made the grader
 // the process a 6 GiB container killed: red-team batch 9).
 TEST(GradeAttack, DeviceMemoryCannotExhaustTheGrader) {
-    const GradeRun r = grade_level("01", control("attack_emu_device_hog.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_device_hog.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string f = failures(r.doc);
     const auto at = f.find("DEVICE_MIB ");
@@ -317,8 +319,7 @@ TEST(GradeAttack, DeviceMemoryCannotExhaustTheGrader) {
 // the grade ends within its time limit, with a report (it hung before).
 TEST(GradeAttack, AHalfSentRequestCannotHangTheGrader) {
     const auto t0 = std::chrono::steady_clock::now();
-    const GradeRun r = grade_level("01", control("attack_emu_short_write.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5 --time-limit 20");
+    const GradeRun r = grade_emu_gemm("attack_emu_short_write.cu", " --time-limit 20");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(points(r.doc, "correctness"), 0) << failures(r.doc);
@@ -328,8 +329,7 @@ TEST(GradeAttack, AHalfSentRequestCannotHangTheGrader) {
 // Under cuda-emu a kernel sees no file the host code sees (no page of a
 // file is cached for both): not /usr, and its executable is a copy.
 TEST(GradeAttack, KernelsSeeNoFileTheHostSees) {
-    const GradeRun r = grade_level("01", control("attack_emu_shared_files.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_shared_files.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string f = failures(r.doc);
     const auto field = [&](const std::string& tag, const std::string& key) {
@@ -350,8 +350,7 @@ TEST(GradeAttack, KernelsSeeNoFileTheHostSees) {
 // a kernel's process makes no pipe, socket, memory file or AIO context, and
 // nothing it starts outlives its launch (attack_aio_gemm.cu scored 60/60 so).
 TEST(GradeAttack, KernelsMoveNoCounterTheHostCanRead) {
-    const GradeRun r = grade_level("01", control("attack_emu_machine_counters.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_machine_counters.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string f = failures(r.doc);
     for (const char* tag : {"HOST ", "KERNEL "}) {
@@ -370,8 +369,7 @@ TEST(GradeAttack, KernelsMoveNoCounterTheHostCanRead) {
 // shared mapping (red-team batch 8). The host still can (the probe works);
 // the kernel finds every way refused or absent.
 TEST(GradeAttack, KernelsMakeNoInodeTheHostCouldCount) {
-    const GradeRun r = grade_level("01", control("attack_emu_inode_numbers.cu") + " " + kEmu +
-                                             " --exercise gemm-cuda --seed 5");
+    const GradeRun r = grade_emu_gemm("attack_emu_inode_numbers.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string f = failures(r.doc);
     const auto host = f.find("HOST_INODES shared=");
