@@ -200,6 +200,8 @@ fs::path find_program(const std::string& name, const std::vector<fs::path>& extr
     throw std::runtime_error("'" + name + "' not found on PATH; the grader compiles submissions with it");
 }
 
+}  // namespace
+
 // The emulator's static library, from the build tree memwall runs from.
 fs::path emu_library() {
     if (const char* env = std::getenv("MEMWALL_EMU_LIB"); env && *env) return env;
@@ -215,7 +217,8 @@ fs::path emu_library() {
 }
 
 // The worker library a CPU worker links, from the build tree memwall runs
-// from (CMakeLists.txt, "The grader's worker libraries"): the level's own
+// from (CMakeLists.txt, "The grader's worker libraries"; or beside memwall
+// itself, as in a student's handout): the level's own
 // (what its adapter calls, never the graded op's rungs) when it has one;
 // with --reference-solution, the one with every level's solution sources
 // (the rungs the solutions build on). Empty: none.
@@ -224,15 +227,16 @@ fs::path worker_library(const Exercise& x, bool reference_solution) {
         reference_solution ? "libmemwall_worker_solutions.a" : "libmemwall_worker_" + x.level_id + ".a";
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path())
-        if (fs::exists(d / "CMakeCache.txt")) {
-            if (fs::exists(d / name)) return d / name;
-            break;
-        }
+    for (fs::path d = exe.parent_path(); !ec && !d.empty() && d != d.root_path(); d = d.parent_path()) {
+        if (fs::exists(d / name)) return d / name;
+        if (fs::exists(d / "CMakeCache.txt")) break;
+    }
     if (reference_solution || fs::exists(source_dir() / "levels" / x.level_id / "exercise" / "worker_sources.txt"))
         throw std::runtime_error("cannot find " + name + " in memwall's build tree (build it: cmake --build)");
     return {};
 }
+
+namespace {
 
 bool built_with_asan() {
 #if defined(__SANITIZE_ADDRESS__)
@@ -304,6 +308,8 @@ std::string first_lines(std::string log, const std::string& tmp_name, const std:
     return out;
 }
 
+}  // namespace
+
 // What the compiler sees of the project: the files the exercise's adapter
 // and stubs include, transitively (quoted includes, resolved against the
 // source root, then beside the including file), and nothing else: not the
@@ -339,13 +345,15 @@ std::set<fs::path> include_closure(std::vector<fs::path> todo) {
     return seen;
 }
 
-std::vector<fs::path> closure_roots(const Exercise& x, const fs::path& submission, bool reference_solution) {
+std::set<fs::path> compiler_view(const Exercise& x, const fs::path& submission, bool reference_solution) {
     std::vector<fs::path> roots = {x.adapter};
     for (auto& e : fs::directory_iterator(x.level_dir / "exercise"))
         if (e.is_regular_file()) roots.push_back(e.path());  // the stubs (and the adapters)
     if (reference_solution) roots.push_back(submission);
-    return roots;
+    return include_closure(roots);
 }
+
+namespace {
 
 Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs::path& submission,
                        const fs::path& tmp, bool reference_solution) {
@@ -365,7 +373,7 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     spec.argv = compile_command(x, b, src, r.exe, library);
     for (auto& a : spec.argv) r.command += (r.command.empty() ? "" : " ") + a;
     spec.env = child_env(1);
-    for (const fs::path& f : include_closure(closure_roots(x, submission, reference_solution)))
+    for (const fs::path& f : compiler_view(x, submission, reference_solution))
         spec.ro_binds.push_back(f.string());
     if (b == Backend::cuda_emu) spec.ro_binds.push_back(emu_library());
     if (!library.empty()) spec.ro_binds.push_back(library.string());

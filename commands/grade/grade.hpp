@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,24 @@ struct Exercise {
 std::filesystem::path source_dir();
 // levels/ under source_dir(), or $MEMWALL_LEVELS_DIR.
 std::filesystem::path levels_dir();
+
+// The files `roots` include, transitively, under source_dir(): quoted
+// includes, resolved against the source root, then beside the including
+// file; the roots themselves among them.
+std::set<std::filesystem::path> include_closure(std::vector<std::filesystem::path> roots);
+// What the compiler sees of the project when it builds a submission to x:
+// the files the exercise folder's stubs and adapters include, transitively
+// (quoted includes), and nothing else, never the lever's rungs; with
+// reference_solution, the submission's own includes too. `memwall course
+// handout` ships exactly these.
+std::set<std::filesystem::path> compiler_view(const Exercise& x, const std::filesystem::path& submission = {},
+                                              bool reference_solution = false);
+// The static libraries a worker links, from the build tree memwall runs from
+// or beside memwall itself: the level's worker library (its adapter's
+// helpers; with reference_solution, every solution's rungs; empty when the
+// level needs none) and the cuda-emu emulator. Throw when missing.
+std::filesystem::path worker_library(const Exercise& x, bool reference_solution);
+std::filesystem::path emu_library();
 
 // "01-vectorization", "01" or "vectorization" -> the level's exercises.
 // Throws UsageError naming the valid levels.

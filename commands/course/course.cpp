@@ -1,0 +1,30 @@
+// `memwall course` and its subcommands (course.hpp).
+#include <CLI/CLI.hpp>
+
+#include "commands/course/course.hpp"
+#include "harness/command.hpp"
+
+MW_REGISTER_COMMAND(course, [](CLI::App& app) -> mw::CommandAction {
+    auto* sub = app.add_subcommand("course", "The instructor's kit: student handouts, copy detection");
+    sub->require_subcommand(1);
+    auto* handout = sub->add_subcommand(
+        "handout", "Write a student's folder for one level (stubs, lesson, notebook, practice grader), proven "
+                   "free of the level's solutions and rungs");
+    auto h = std::make_shared<mw::course::HandoutOptions>();
+    handout->add_option("level", h->level, "Level: 01-vectorization, 01 or vectorization")->required();
+    handout->add_option("--out", h->out, "The folder to create (must not exist)")->required();
+    auto* similarity = sub->add_subcommand(
+        "similarity", "Find copies among submissions and of the project's own solutions (winnowed token "
+                      "fingerprints, blind to names, layout and comments)");
+    auto s = std::make_shared<mw::course::SimilarityOptions>();
+    similarity->add_option("submissions", s->inputs, "Source files, or folders of them (one file per student)")
+        ->required();
+    similarity->add_option("--level", s->level,
+                           "The level they answer: its stubs are discounted, its solutions and rungs compared");
+    similarity->add_option("--format", s->format, "text or json")->default_val("text");
+    similarity->add_option("--out", s->out, "Write the report here (atomically) instead of standard output");
+    return [=]() -> int {
+        if (*handout) return mw::course::run_handout(*h);
+        return mw::course::run_similarity(*s);
+    };
+});

@@ -1,0 +1,53 @@
+// `memwall course`: the instructor's kit around the grader.
+//
+//   memwall course handout 01 --out handout-01      a student's folder, proven free of answers
+//   memwall course similarity a.cpp b.cpp ... --level 01
+//                                                   copies among submissions and of the project
+//
+// handout.cpp builds the folder, similarity.cpp compares sources; both judge
+// "is this a copy" with the winnowed fingerprints of fingerprint.hpp.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands/course/fingerprint.hpp"
+
+namespace mw::course {
+
+// A source of the project that answers a level's exercise: the instructor's
+// solutions, and every rung of the exercise's op but its naive reference,
+// with the files of optimized/ and kernels/ they include.
+struct Secret {
+    std::string path;  // relative to the source tree
+    Document doc;
+};
+std::vector<Secret> level_secrets(const std::string& level);
+
+// The stubs and adapters every student of the level is given: their
+// fingerprints are no one's copy.
+Base level_base(const std::string& level);
+
+// What leaks: a file of `docs` that holds a run of a secret's code (a
+// region of at least `min_prints` shared fingerprints: some 40 tokens, four
+// or five lines of code; a shared declaration of the public API is one or
+// two) or is a copy of it by the kit's rule. One line per leak, empty when
+// none.
+std::vector<std::string> leaks(const std::vector<Document>& docs, const std::vector<Secret>& secrets,
+                               const Base& base, int min_prints = 4);
+
+// Every pair of submissions, and every submission against the level's
+// secrets, compared; copies (CopyRule) listed first with their regions.
+struct SimilarityOptions {
+    std::vector<std::string> inputs;
+    std::string level, format = "text", out;
+};
+int run_similarity(const SimilarityOptions& o);
+
+struct HandoutOptions {
+    std::string level, out;
+};
+int run_handout(const HandoutOptions& o);
+
+}  // namespace mw::course
