@@ -135,18 +135,7 @@ Folder load_folder(const fs::path& dir) {
 
 // ------------------------------------------------------------- text
 
-std::string esc(const std::string& s) {
-    std::string o;
-    o.reserve(s.size());
-    for (char c : s) switch (c) {
-            case '&': o += "&amp;"; break;
-            case '<': o += "&lt;"; break;
-            case '>': o += "&gt;"; break;
-            case '"': o += "&quot;"; break;
-            default: o += c;
-        }
-    return o;
-}
+std::string esc(const std::string& s) { return html_escape(s); }
 
 std::string num_or_dash(const json& r, const char* key, int prec = 3, const char* suffix = "") {
     auto it = r.find(key);

@@ -57,4 +57,18 @@ inline std::string bytes_str(double b) {
 // v to `digits` significant digits, printf's %g: "0.0123", "372", "4.19e+09".
 inline std::string fmt(double v, int digits = 3) { return fmt("%.*g", digits, v); }
 
+// Text for HTML: & < > " as entities (element content and quoted attributes).
+inline std::string html_escape(std::string_view s) {
+    std::string o;
+    o.reserve(s.size());
+    for (char c : s) switch (c) {
+            case '&': o += "&amp;"; break;
+            case '<': o += "&lt;"; break;
+            case '>': o += "&gt;"; break;
+            case '"': o += "&quot;"; break;
+            default: o += c;
+        }
+    return o;
+}
+
 }  // namespace mw

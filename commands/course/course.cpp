@@ -5,7 +5,7 @@
 #include "harness/command.hpp"
 
 MW_REGISTER_COMMAND(course, [](CLI::App& app) -> mw::CommandAction {
-    auto* sub = app.add_subcommand("course", "The instructor's kit: student handouts, copy detection");
+    auto* sub = app.add_subcommand("course", "The instructor's kit: student handouts, copy detection, grading a class");
     sub->require_subcommand(1);
     auto* handout = sub->add_subcommand(
         "handout", "Write a student's folder for one level (stubs, lesson, notebook, practice grader), proven "
@@ -23,8 +23,22 @@ MW_REGISTER_COMMAND(course, [](CLI::App& app) -> mw::CommandAction {
                            "The level they answer: its stubs are discounted, its solutions and rungs compared");
     similarity->add_option("--format", s->format, "text or json")->default_val("text");
     similarity->add_option("--out", s->out, "Write the report here (atomically) instead of standard output");
+    auto* grade_all = sub->add_subcommand(
+        "grade-all", "Grade every submission in a folder (resumable), then write a table, the copies found and a "
+                     "page with the distribution and a leaderboard");
+    auto g = std::make_shared<mw::course::GradeAllOptions>();
+    grade_all->add_option("level", g->level, "Level: 01-vectorization, 01 or vectorization")->required();
+    grade_all->add_option("submissions", g->dir, "A folder: one source file, or one folder, per student")->required();
+    grade_all->add_option("--out", g->out, "The class's folder: grades/, scores.csv, summary.json, index.html")
+        ->required();
+    grade_all->add_option("--seed", g->seed_text, "Public seed for every grade (default: memwall grade's)");
+    grade_all->add_option("--secret-seed-file", g->secret_seed_file, "Instructor's secret seed (see memwall grade)");
+    grade_all->add_option("--exercise", g->exercise, "Exercise id (see memwall grade)");
+    grade_all->add_option("--backend", g->backend, "cpu, cuda or cuda-emu (see memwall grade)");
+    grade_all->add_option("--threads", g->threads, "CPU threads (see memwall grade)");
     return [=]() -> int {
         if (*handout) return mw::course::run_handout(*h);
+        if (*grade_all) return mw::course::run_grade_all(*g);
         return mw::course::run_similarity(*s);
     };
 });

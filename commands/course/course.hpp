@@ -3,9 +3,12 @@
 //   memwall course handout 01 --out handout-01      a student's folder, proven free of answers
 //   memwall course similarity a.cpp b.cpp ... --level 01
 //                                                   copies among submissions and of the project
+//   memwall course grade-all 01 submissions/ --out class/
+//                                                   every submission graded, a table, a page
 //
-// handout.cpp builds the folder, similarity.cpp compares sources; both judge
-// "is this a copy" with the winnowed fingerprints of fingerprint.hpp.
+// handout.cpp builds the folder, similarity.cpp compares sources,
+// grade_all.cpp grades a class; they judge "is this a copy" with the
+// winnowed fingerprints of fingerprint.hpp.
 #pragma once
 
 #include <filesystem>
@@ -44,6 +47,15 @@ struct SimilarityOptions {
     std::string level, format = "text", out;
 };
 int run_similarity(const SimilarityOptions& o);
+
+// Every submission in a folder graded (resumable), the class's table, the
+// copies, and a page: grade_all.cpp.
+struct GradeAllOptions {
+    std::string level, dir, out;
+    std::string seed_text, secret_seed_file, exercise, backend;  // passed to memwall grade
+    int threads = 0;
+};
+int run_grade_all(const GradeAllOptions& o);
 
 struct HandoutOptions {
     std::string level, out;
