@@ -275,8 +275,9 @@ bool DeviceServer::enqueue_if_pending(int fd, const r::Request& q, r::Response& 
         if (pending_.empty() || launch_failed_) return false;
     }
     Pending p{q.op, q.value, q.addr, q.from, q.bytes, {}};
+    const std::size_t charge = std::max<std::size_t>(q.op == r::kWrite ? q.bytes : 0, kPendingEntryBytes);
+    const bool fits = pending_bytes_ + charge <= kMaxPendingBytes;
     if (q.op == r::kWrite) {
-        const bool fits = pending_bytes_ + q.bytes <= kMaxPendingBytes;
         if (fits) p.payload.resize(q.bytes);
         std::vector<unsigned char> sink(fits ? 0 : std::min<std::size_t>(q.bytes, kChunk));
         for (std::size_t done = 0; done < q.bytes;) {
@@ -284,9 +285,9 @@ bool DeviceServer::enqueue_if_pending(int fd, const r::Request& q, r::Response& 
             if (!r::recv_all(fd, fits ? p.payload.data() + done : sink.data(), n)) return wire_ok = false, true;
             done += n;
         }
-        if (!fits) return resp.status = kMemoryAllocation, true;
-        pending_bytes_ += q.bytes;
     }
+    if (!fits) return resp.status = kMemoryAllocation, true;
+    pending_bytes_ += charge;
     std::lock_guard lk(m_);
     resp.status = apply(p, /*check_only=*/true);
     if (resp.status == 0) pending_.push_back(std::move(p));
@@ -399,6 +400,10 @@ bool DeviceServer::handle(int fd) {
     }
     // Everything else keeps its place after the launches before it.
     std::lock_guard<std::timed_mutex> order(flush_m_);
+    if (q.op == r::kCopy) {
+        std::lock_guard lk(m_);
+        ++traffic_.device_copies;
+    }
     if (q.op == r::kRead) run_pending();  // the call has forfeited its points; the answer is the truth
     bool wire_ok = true;
     if (enqueue_if_pending(fd, q, resp, wire_ok)) return wire_ok && r::send_all(fd, &resp, sizeof resp);

@@ -70,10 +70,17 @@ public:
     // reads device memory, computed on the host. `launch_errors`: why
     // launches failed (the executor's messages, for the report; the host
     // only learns that one failed).
+    // `device_copies`: cudaMemcpy device to device. A copy moves data and
+    // computes nothing, but a host that makes one per element transposes
+    // with the server's memmove while its kernel does nothing (red-team
+    // batch 10): a call may make a few, as honest code does (a scratch copy).
+    // Every request counts towards the call it was answered in or, between
+    // calls, the next one (a request a call leaves behind is not lost).
     struct Traffic {
-        std::uint64_t launches = 0, host_reads = 0, host_read_bytes = 0;
+        std::uint64_t launches = 0, host_reads = 0, host_read_bytes = 0, device_copies = 0;
         std::string launch_errors;
     };
+    static constexpr std::uint64_t kMaxCopiesPerCall = 16;
     Traffic take_traffic();
 
 private:
@@ -116,6 +123,10 @@ private:
     // refused, cudaErrorMemoryAllocation; running the queue early would let
     // the host time its kernels).
     static constexpr std::size_t kMaxPendingBytes = std::size_t(64) << 20;
+    // What each queued request counts against that budget at least: a flood
+    // of empty sets behind a launch grew the grader by 1.7 GB in 200 s
+    // (red-team batch 10); so, at most 2^18 entries.
+    static constexpr std::size_t kPendingEntryBytes = 256;
     // The most launches in one call: an exercise's host code makes a few, and
     // every channel a kernel has found to the host so far needed hundreds of
     // launches a call (a few bits each); the cap bounds what any channel not

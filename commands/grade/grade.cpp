@@ -627,6 +627,11 @@ std::string host_computed(const DeviceServer::Traffic& t) {
                "code (no points for values computed on the host)";
     // Any read, of any size (a read of nothing still ran the call's kernels
     // while the host waited: red-team batch 9 timed them so).
+    if (t.device_copies > DeviceServer::kMaxCopiesPerCall)
+        return "the submission's host code made " + std::to_string(t.device_copies) +
+               " device-to-device copies in the call (cudaMemcpy device to device; at most " +
+               std::to_string(DeviceServer::kMaxCopiesPerCall) +
+               "): a copy moves data and computes nothing, and a CUDA exercise's work is done by kernels on the device";
     if (t.host_reads > 0)
         return "the submission's host code read " + std::to_string(t.host_read_bytes) +
                " bytes of device memory during the call (cudaMemcpy device to host: " + std::to_string(t.host_reads) +
@@ -673,7 +678,10 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         return n;
     };
     const long long oom_before = oom_kills();
-    if (s.device) s.device->take_traffic();  // what the worker did before this call is not the call's
+    // Under cuda-emu, what the worker asked of the device since the last
+    // call's end counts towards this call: a read or a launch answered
+    // between calls (a thread's, or one a call left behind) is charged, not
+    // dropped (red-team batch 10 read device memory uncharged so).
     const CallResult r = call_worker(s.worker, cmd, s.budget_left);
     s.budget_left -= r.wall_s;
     o.wall_s = r.wall_s;

@@ -101,4 +101,33 @@ TEST(LayoutGradeCudaEmu, NaiveStubIsCorrect) {
     EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
 }
 
+// Red-team batch 10's transpose-cuda attacks on the emulated device.
+GradeRun grade03_emu(const std::string& file) { return grade03(control(file) + " --backend cuda-emu --seed 6"); }
+
+TEST(LayoutGradeCudaEmu, TheServersCopiesDoNoExercisesWork) {
+    // A kernel that does nothing, one device-to-device copy per element:
+    // 60/60 before; now only the 1 x 1 shape's single copy is within the cap.
+    const GradeRun r = grade03_emu("attack_emu_d2d_transpose.cu");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_LE(r.doc["score"].get<double>(), 60.0 / 6 + kSlack) << failures(r.doc);
+    EXPECT_NE(failures(r.doc).find("device-to-device copies in the call"), std::string::npos) << failures(r.doc);
+}
+
+TEST(LayoutGradeCudaEmu, AFloodOfQueuedRequestsIsRefused) {
+    // 300000 empty sets behind each launch: refused before the last, or the
+    // control zeroes its output. Its kernel is honest: full marks.
+    const GradeRun r = grade03_emu("attack_emu_set_flood.cu");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+}
+
+TEST(LayoutGradeCudaEmu, ReadsBetweenCallsAreCharged) {
+    // A read of device memory as each call returns counts towards that call
+    // or the next: each shape's two calls cannot both be clean.
+    const GradeRun r = grade03_emu("attack_emu_read_between_calls.cu");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.doc["score"].get<double>(), 0) << failures(r.doc);
+    EXPECT_NE(failures(r.doc).find("bytes of device memory during the call"), std::string::npos) << failures(r.doc);
+}
+
 }  // namespace
