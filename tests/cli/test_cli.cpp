@@ -60,6 +60,18 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run gemm --rounds 0", {"--rounds 0", "1..100"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
+// The instructor's kit (commands/course/): a bad level, folder, file or
+// format is refused before any grading or writing.
+INSTANTIATE_TEST_SUITE_P(
+    Course, CliBadInput,
+    testing::Values(BadInput{"course handout 09", {"'09'", "01-vectorization"}},
+                    BadInput{"course grade-all 99 /", {"'99'", "08-moe"}},
+                    BadInput{"course grade-all 03 /no-such-folder", {"/no-such-folder", "not a folder"}},
+                    BadInput{"course similarity /no-such-file.cpp --format json", {"/no-such-file.cpp", "neither"}},
+                    BadInput{"course similarity / --format xml", {"'xml'", "text or json"}},
+                    BadInput{"course similarity / --format json", {"no source files"}}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
 // Shapes too large for any machine: refused before a byte is allocated
 // (compulsory bytes against physical memory), never std::bad_alloc.
 INSTANTIATE_TEST_SUITE_P(
