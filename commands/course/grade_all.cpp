@@ -271,11 +271,12 @@ std::string page(const std::string& level, const json& rows, const json& copies,
     h << "<p>" << correct << " fully correct; " << copies.size() << " flagged as copies.</p>\n";
     h << "<h2>Score distribution</h2>\n" << histogram_svg(rows, max_score) << "\n";
     h << "<h2 id=\"leaderboard\">Leaderboard</h2><p>Fully correct submissions by speed, as the ratio of the "
-         "reference's best time to theirs (higher is faster).</p>\n<table><tr><th>#</th><th>submission</th>"
+         "reference's best time to theirs (higher is faster); flagged copies are shaded.</p>\n<table><tr><th>#</th><th>submission</th>"
          "<th class=\"n\">speed ratio</th><th class=\"n\">score</th></tr>\n";
     int rank = 0;
     for (const json* r : board)
-        h << "<tr><td class=\"n\">" << ++rank << "</td><td>" << html_escape((*r)["id"].get<std::string>())
+        h << "<tr" << (r->contains("copy_of") ? " class=\"copy\"" : "") << "><td class=\"n\">" << ++rank
+          << "</td><td>" << html_escape((*r)["id"].get<std::string>()) << (r->contains("copy_of") ? " (a copy)" : "")
           << "</td><td class=\"n\">" << fmt("%.3g", (*r)["ratio"].get<double>()) << "</td><td class=\"n\">"
           << fmt("%.1f", (*r)["score"].get<double>()) << "</td></tr>\n";
     h << "</table>\n<h2>Every submission</h2>\n<table><tr><th>submission</th><th class=\"n\">score</th>"

@@ -157,8 +157,9 @@ std::string student_readme(const std::vector<grade::Exercise>& xs, bool has_note
       << "grades your file as the course will, with a public seed it prints (pass\n"
       << "`--seed N` to repeat one). Your code runs in a bubblewrap sandbox; on a\n"
       << "machine without `bwrap`, add `--unsafe-no-sandbox` (the report says so).\n"
-      << "The practice grader is a Linux x86-64 program (`memwall/memwall`) and\n"
-      << "needs g++ (C++20, OpenMP)" << (std::any_of(xs.begin(), xs.end(), [](auto& x) { return x.backend == "cuda"; })
+      << "The practice grader is a Linux x86-64 program (`memwall/memwall`): it\n"
+      << "needs the shared libraries it was built with (`ldd memwall/memwall`\n"
+      << "lists them) and g++ (C++20, OpenMP)" << (std::any_of(xs.begin(), xs.end(), [](auto& x) { return x.backend == "cuda"; })
                                           ? ", and for the CUDA exercise nvcc and a GPU, or Boost.Context for\n"
                                             "the CPU emulation (`--backend cuda-emu`, correctness only)"
                                           : std::string())
