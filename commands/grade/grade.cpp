@@ -659,7 +659,14 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
         }
         s.worker = start_worker(*s.sandbox, s.spec, s.shm, device_fd);
         if (s.device) {
-            start_executor(s.worker, *s.sandbox, s.spec, s.device->executor_end());
+            try {
+                start_executor(s.worker, *s.sandbox, s.spec, s.device->executor_end());
+            } catch (const RefusedExecutable& e) {  // the submission's doing, not the grader's
+                stop(s);
+                ++s.starts;
+                o.message = std::string("the call failed: the grader will not run its kernels: ") + e.what();
+                return o;
+            }
             s.device->close_client();  // the worker and the executor hold the only client ends
             s.device->set_launch_gate(launch_gate(s.worker));
         }

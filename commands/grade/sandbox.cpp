@@ -987,6 +987,11 @@ Dynamic read_dynamic(const fs::path& file) {
         std::vector<Elf64_Dyn> dyn(p.p_filesz / sizeof(Elf64_Dyn));
         std::memcpy(dyn.data(), bytes.data() + p.p_offset, dyn.size() * sizeof(Elf64_Dyn));
         std::uint64_t strtab = 0;
+        // Up to DT_NULL, where the loader stops: entries after it load
+        // nothing and must name nothing here.
+        std::size_t end = 0;
+        while (end < dyn.size() && dyn[end].d_tag != DT_NULL) ++end;
+        dyn.resize(end);
         for (const auto& e : dyn)
             if (e.d_tag == DT_STRTAB) strtab = offset_of(e.d_un.d_ptr);
         for (const auto& e : dyn)
@@ -1005,29 +1010,97 @@ std::string sandbox_path(const std::string& p) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::size_t kMaxPrivateFiles = 64;
+constexpr std::uintmax_t kMaxPrivateBytes = std::uintmax_t(512) << 20;
+
+// A file anyone may read, in folders anyone may enter, all the way up:
+// what the grader copies for the kernels must be no more than what any user
+// of the machine could read.
+bool readable_by_anyone(const fs::path& canonical) {
+    struct stat st{};
+    if (::stat(canonical.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH)) return false;
+    for (fs::path d = canonical.parent_path(); !d.empty(); d = d.parent_path()) {
+        if (::stat(d.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+        if (d == d.root_path()) break;
+    }
+    return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& exe, const fs::path& into) {
     fs::create_directories(into);
-    std::vector<std::pair<std::string, std::string>> out;
-    const auto copy = [&](const fs::path& from, const std::string& inside) {
-        const fs::path to = into / std::to_string(out.size());
-        // The same files in the same order for every start of the worker:
-        // copied once per grade.
-        fs::copy_file(fs::canonical(from), to, fs::copy_options::skip_existing);
-        out.emplace_back(to.string(), inside);
-    };
-    copy(exe, exe.string());
     Dl_info info{};
     std::vector<std::string> dirs;
     if (dladdr(reinterpret_cast<void*>(&::printf), &info) && info.dli_fname)
         dirs.push_back(fs::path(info.dli_fname).parent_path().string());
     for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) dirs.emplace_back(d);
-    const Dynamic top = read_dynamic(exe);
+    std::vector<fs::path> roots;  // the folders as they really are (/lib64 -> usr/lib64, ...)
+    for (const auto& d : dirs) {
+        std::error_code ec;
+        const fs::path c = fs::canonical(d, ec);
+        if (!ec) roots.push_back(c);
+    }
+    const auto in_library_folder = [&](const fs::path& c) {
+        for (const fs::path& r : roots)
+            if (c.parent_path() == r || c.string().rfind(r.string() + "/", 0) == 0) return true;
+        return false;
+    };
+
+    std::vector<std::pair<std::string, std::string>> out;
+    std::map<std::string, std::string> copied;  // canonical file -> its copy
+    std::uintmax_t bytes = 0;
+    const auto copy = [&](const fs::path& canonical, const std::string& inside) {
+        auto it = copied.find(canonical.string());
+        if (it == copied.end()) {
+            if (copied.size() >= kMaxPrivateFiles)
+                throw RefusedExecutable("its executable loads more than " + std::to_string(kMaxPrivateFiles) +
+                                        " libraries");
+            bytes += fs::file_size(canonical);
+            if (bytes > kMaxPrivateBytes)
+                throw RefusedExecutable("the libraries its executable loads exceed " +
+                                        std::to_string(kMaxPrivateBytes >> 20) + " MiB");
+            // The same files in the same order for every start of the worker:
+            // copied once per grade.
+            const fs::path to = into / std::to_string(copied.size());
+            fs::copy_file(canonical, to, fs::copy_options::skip_existing);
+            it = copied.emplace(canonical.string(), to.string()).first;
+        }
+        out.emplace_back(it->second, inside);
+    };
+    // A library file of the machine's, as the loader would take it; the
+    // submission chose the name, so nothing else is.
+    const auto system_file = [&](const fs::path& p, const char* what) {
+        std::error_code ec;
+        const fs::path c = fs::canonical(p, ec);
+        if (ec || !in_library_folder(c) || !readable_by_anyone(c))
+            throw RefusedExecutable(std::string("its executable names a ") + what +
+                                    " that is not a system library anyone may read");
+        return c;
+    };
+    const auto dynamic_of = [&](const fs::path& f) {
+        try {
+            return read_dynamic(f);
+        } catch (const std::exception&) {
+            throw RefusedExecutable("its executable, or a library it loads, is not a 64-bit ELF file the grader reads");
+        }
+    };
+
+    copy(fs::canonical(exe), exe.string());
+    const Dynamic top = dynamic_of(exe);
+    if (!top.interp.empty()) {
+        const fs::path c = system_file(top.interp, "program loader");
+        copy(c, sandbox_path(top.interp));
+    }
     std::vector<std::string> todo = top.needed, done;
-    if (!top.interp.empty()) copy(top.interp, sandbox_path(top.interp));
     while (!todo.empty()) {
         const std::string name = todo.back();
         todo.pop_back();
         if (std::find(done.begin(), done.end(), name) != done.end()) continue;
+        if (name.empty() || name.size() > 255 || name.find('/') != std::string::npos || name == "." || name == "..")
+            throw RefusedExecutable("its executable names a library that is not a plain file name");
         done.push_back(name);
         std::string found;
         for (const auto& d : dirs)
@@ -1035,13 +1108,11 @@ std::vector<std::pair<std::string, std::string>> private_copies(const fs::path& 
                 found = d + "/" + name;
                 break;
             }
-        if (found.empty()) {
-            std::string where;
-            for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
-            throw std::runtime_error("the library " + name + " that " + exe.string() + " needs is in none of " + where);
-        }
-        copy(found, sandbox_path(found));
-        for (auto& n : read_dynamic(found).needed) todo.push_back(n);
+        if (found.empty())
+            throw RefusedExecutable("a library its executable needs, " + name + ", is not on this machine");
+        const fs::path c = system_file(found, "library");
+        copy(c, sandbox_path(found));
+        for (auto& n : dynamic_of(c).needed) todo.push_back(n);
     }
     return out;
 }

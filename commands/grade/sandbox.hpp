@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,11 +195,21 @@ Worker start_worker(const Sandbox& sb, const ChildSpec& spec, const SharedMemory
 // time counts with the worker's. Stopped with the worker.
 void start_executor(Worker& w, const Sandbox& sb, const ChildSpec& spec, int fd);
 // Private copies, in folder `into`, of the dynamic executable `exe` and of
-// every shared library it loads (DT_NEEDED, transitively, found as the
-// dynamic loader finds them without a cache: the folder of the grader's own
-// C library, then /lib64, /usr/lib64, /lib, /usr/lib) and its loader
-// (PT_INTERP): {copy, path inside the sandbox}, the executable first.
-// Throws naming a library it cannot find.
+// every shared library it loads (DT_NEEDED up to DT_NULL, as the loader reads
+// them, transitively, found as the dynamic loader finds them without a
+// cache: the folder of the grader's own C library, then /lib64, /usr/lib64,
+// /lib, /usr/lib) and its loader (PT_INTERP): {copy, path inside the
+// sandbox}, the executable first. The executable is the submission's: a
+// library name must be a plain file name, and every file copied (the loader
+// too) must lie in those folders and be readable by anyone along its whole
+// path; at most 64 files and 512 MiB, each file copied once however it is
+// spelt (red-team batch 11 had the grader, as root, copy files of its
+// choosing into the kernels' sandbox through entries past DT_NULL and names
+// with '/'). Anything else throws RefusedExecutable, whose message names no
+// path of the machine.
+struct RefusedExecutable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 std::vector<std::pair<std::string, std::string>> private_copies(const std::filesystem::path& exe,
                                                                 const std::filesystem::path& into);
 

@@ -121,6 +121,17 @@ TEST(LayoutGradeCudaEmu, AFloodOfQueuedRequestsIsRefused) {
     EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
 }
 
+TEST(LayoutGradeCudaEmu, EntriesPastTheLoadersEndCopyNothing) {
+    // Red-team batch 11: a DT_NEEDED entry after DT_NULL made the grade the
+    // grader's error (and, naming a path, had the grader copy a file of its
+    // choosing into the kernels' sandbox). Read as the loader reads it, it
+    // names nothing: a normal grade, full marks for the honest kernel.
+    const GradeRun r = grade03_emu("attack_emu_dynamic_after_null.cu");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_FALSE(r.doc["grader_error"].get<bool>()) << failures(r.doc);
+    EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+}
+
 TEST(LayoutGradeCudaEmu, ReadsBetweenCallsAreCharged) {
     // A read of device memory as each call returns counts towards that call
     // or the next: each shape's two calls cannot both be clean.
