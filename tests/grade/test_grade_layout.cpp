@@ -133,8 +133,9 @@ TEST(LayoutGradeCudaEmu, EntriesPastTheLoadersEndCopyNothing) {
 }
 
 TEST(LayoutGradeCudaEmu, ReadsBetweenCallsAreCharged) {
-    // A read of device memory as each call returns counts towards that call
-    // or the next: each shape's two calls cannot both be clean.
+    // A read of device memory as each call returns, answered before the next
+    // call returns, counts towards that call or the next: each shape's two
+    // calls cannot both be clean.
     const GradeRun r = grade03_emu("attack_emu_read_between_calls.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.doc["score"].get<double>(), 0) << failures(r.doc);
