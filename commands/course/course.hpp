@@ -11,13 +11,25 @@
 // winnowed fingerprints of fingerprint.hpp.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "commands/course/fingerprint.hpp"
 
 namespace mw::course {
+
+// A file's first `limit` bytes (a submission past 4 MiB is a table, not
+// code a student wrote, and a hostile one must not exhaust memory). Throws
+// std::runtime_error naming a file it cannot open.
+constexpr std::size_t kMaxSourceBytes = std::size_t(4) << 20;
+std::string read_source(const std::filesystem::path& p, std::size_t limit = kMaxSourceBytes);
+
+// A match's regions as the reports write them: a_lines, b_lines, fingerprints.
+nlohmann::json regions_json(const Match& m);
 
 // A source of the project that answers a level's exercise: the instructor's
 // solutions, and every rung of the exercise's op but its naive reference,

@@ -36,21 +36,18 @@ using nlohmann::json;
 
 namespace {
 
-// A submission is read for its fingerprints up to this size (a hostile
-// folder may hold anything).
-constexpr std::size_t kMaxSourceBytes = 4u << 20;
-
 bool is_source(const fs::path& p) {
     static const std::vector<std::string> ext = {".cpp", ".cu", ".cc"};
     return std::find(ext.begin(), ext.end(), p.extension().string()) != ext.end();
 }
 
+// A file's first bytes, or "" when it cannot be read (a stamp not yet written).
 std::string read_prefix(const fs::path& p, std::size_t limit = kMaxSourceBytes) {
-    std::ifstream in(p, std::ios::binary);
-    std::string s(limit, '\0');
-    in.read(s.data(), static_cast<std::streamsize>(s.size()));
-    s.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    return s;
+    try {
+        return read_source(p, limit);
+    } catch (const std::runtime_error&) {
+        return "";
+    }
 }
 
 std::string sha256_hex(const fs::path& p) {
@@ -380,11 +377,8 @@ int run_grade_all(const GradeAllOptions& o) {
     auto flag = [&](const Document& a, const Document& b, const std::string& b_name, const char* kind) {
         const Match m = compare(a, b, base);
         if (!is_copy(m)) return;
-        json regions = json::array();
-        for (const Region& g : m.regions)
-            regions.push_back({{"a_lines", {g.a_first, g.a_last}}, {"b_lines", {g.b_first, g.b_last}}, {"fingerprints", g.prints}});
         copies.push_back({{"a", a.name}, {"b", b_name}, {"kind", kind}, {"score", m.score()}, {"shared", m.shared},
-                          {"regions", regions}});
+                          {"regions", regions_json(m)}});
     };
     for (std::size_t i = 0; i < docs.size(); ++i) {
         for (std::size_t j = i + 1; j < docs.size(); ++j) flag(docs[i], docs[j], docs[j].name, "submission");

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "commands/course/course.hpp"
@@ -24,13 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + p.string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+// The project's own files, whole.
+std::string read_text(const fs::path& p) { return read_source(p, std::numeric_limits<std::size_t>::max()); }
 
 std::string in_tree(const fs::path& p) {
     return fs::weakly_canonical(p).lexically_relative(fs::weakly_canonical(grade::source_dir())).generic_string();

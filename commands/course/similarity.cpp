@@ -21,22 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A submission is read up to this size: past it, a file is not source a
-// student wrote but a table, and a hostile one must not exhaust memory.
-constexpr std::size_t kMaxSourceBytes = 4u << 20;
-
 bool is_source(const fs::path& p) {
     static const std::vector<std::string> ext = {".cpp", ".cu", ".cc", ".c", ".hpp", ".h", ".cuh"};
     return std::find(ext.begin(), ext.end(), p.extension().string()) != ext.end();
 }
 
 std::string read_prefix(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw UsageError("course similarity: cannot read '" + p.string() + "'");
-    std::string s(kMaxSourceBytes, '\0');
-    in.read(s.data(), static_cast<std::streamsize>(s.size()));
-    s.resize(static_cast<std::size_t>(in.gcount()));
-    return s;
+    try {
+        return read_source(p);
+    } catch (const std::runtime_error&) {
+        throw UsageError("course similarity: cannot read '" + p.string() + "'");
+    }
 }
 
 std::vector<fs::path> gather(const std::vector<std::string>& inputs) {
@@ -61,11 +56,8 @@ std::vector<fs::path> gather(const std::vector<std::string>& inputs) {
 }
 
 nlohmann::json pair_json(const std::string& a, const std::string& b, const std::string& kind, const Match& m) {
-    nlohmann::json regions = nlohmann::json::array();
-    for (const Region& r : m.regions)
-        regions.push_back({{"a_lines", {r.a_first, r.a_last}}, {"b_lines", {r.b_first, r.b_last}}, {"fingerprints", r.prints}});
     return {{"a", a}, {"b", b}, {"kind", kind}, {"shared", m.shared}, {"a_in_b", m.a_in_b}, {"b_in_a", m.b_in_a},
-            {"score", m.score()}, {"copy", is_copy(m)}, {"regions", regions}};
+            {"score", m.score()}, {"copy", is_copy(m)}, {"regions", regions_json(m)}};
 }
 
 std::string fixed2(double x) {
@@ -105,6 +97,26 @@ std::string text_report(const nlohmann::json& doc) {
 }
 
 }  // namespace
+
+std::string read_source(const fs::path& p, std::size_t limit) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + p.string());
+    std::string s;
+    char buf[1 << 16];
+    while (s.size() < limit) {
+        in.read(buf, static_cast<std::streamsize>(std::min(sizeof buf, limit - s.size())));
+        if (in.gcount() <= 0) break;
+        s.append(buf, static_cast<std::size_t>(in.gcount()));
+    }
+    return s;
+}
+
+nlohmann::json regions_json(const Match& m) {
+    nlohmann::json regions = nlohmann::json::array();
+    for (const Region& r : m.regions)
+        regions.push_back({{"a_lines", {r.a_first, r.a_last}}, {"b_lines", {r.b_first, r.b_last}}, {"fingerprints", r.prints}});
+    return regions;
+}
 
 int run_similarity(const SimilarityOptions& o) {
     if (o.format != "text" && o.format != "json")
