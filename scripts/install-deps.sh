@@ -28,7 +28,7 @@ NCCL=0
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes
-          openmpi-bin libopenmpi-dev libseccomp-dev pkg-config libssl-dev)
+          openmpi-bin libopenmpi-dev libseccomp-dev pkg-config libssl-dev zip unzip)
 for arg in "$@"; do
   case "$arg" in
     --browser) PACKAGES+=(chromium) ;;

@@ -36,7 +36,17 @@ MW_REGISTER_COMMAND(course, [](CLI::App& app) -> mw::CommandAction {
     grade_all->add_option("--exercise", g->exercise, "Exercise id (see memwall grade)");
     grade_all->add_option("--backend", g->backend, "cpu, cuda or cuda-emu (see memwall grade)");
     grade_all->add_option("--threads", g->threads, "CPU threads (see memwall grade)");
+    auto* autograder = sub->add_subcommand(
+        "autograder", "Write a Gradescope autograder zip for one level (setup.sh builds the grader from source on "
+                      "the platform's image; run_autograder grades with the zip's secret seed)");
+    auto a = std::make_shared<mw::course::AutograderOptions>();
+    autograder->add_option("level", a->level, "Level: 01-vectorization, 01 or vectorization")->required();
+    autograder->add_option("--out", a->out, "The zip to write (replaced atomically if it exists)")->required();
+    autograder->add_option("--exercise", a->exercise, "Grade only this exercise of the level (default: any)");
+    autograder->add_option("--secret-seed-file", a->secret_seed_file,
+                           "The secret the zip grades with (default: MEMWALL_GRADE_SECRET, else a new random one)");
     return [=]() -> int {
+        if (*autograder) return mw::course::run_autograder_zip(*a);
         if (*handout) return mw::course::run_handout(*h);
         if (*grade_all) return mw::course::run_grade_all(*g);
         return mw::course::run_similarity(*s);

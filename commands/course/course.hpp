@@ -5,9 +5,11 @@
 //                                                   copies among submissions and of the project
 //   memwall course grade-all 01 submissions/ --out class/
 //                                                   every submission graded, a table, a page
+//   memwall course autograder 01 --out level01.zip  a Gradescope autograder
 //
 // handout.cpp builds the folder, similarity.cpp compares sources,
-// grade_all.cpp grades a class; they judge "is this a copy" with the
+// grade_all.cpp grades a class, autograder.cpp packs a course platform's
+// autograder; they judge "is this a copy" with the
 // winnowed fingerprints of fingerprint.hpp.
 #pragma once
 
@@ -68,6 +70,12 @@ struct GradeAllOptions {
     int threads = 0;
 };
 int run_grade_all(const GradeAllOptions& o);
+
+// A Gradescope autograder zip for one level: autograder.cpp.
+struct AutograderOptions {
+    std::string level, out, exercise, secret_seed_file;
+};
+int run_autograder_zip(const AutograderOptions& o);
 
 struct HandoutOptions {
     std::string level, out;

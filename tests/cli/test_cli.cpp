@@ -69,7 +69,12 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"course grade-all 03 /no-such-folder", {"/no-such-folder", "not a folder"}},
                     BadInput{"course similarity /no-such-file.cpp --format json", {"/no-such-file.cpp", "neither"}},
                     BadInput{"course similarity / --format xml", {"'xml'", "text or json"}},
-                    BadInput{"course similarity / --format json", {"no source files"}}),
+                    BadInput{"course similarity / --format json", {"no source files"}},
+                    BadInput{"course autograder 99", {"'99'", "08-moe"}},
+                    BadInput{"course autograder 03 --exercise nope", {"'nope'", "transpose-cpu, transpose-cuda"}},
+                    BadInput{"course autograder 02 --secret-seed-file /no-such-seed", {"'/no-such-seed'"}},
+                    BadInput{"course autograder 02 --secret-seed-file /dev/null", {"'/dev/null' is empty"}},
+                    BadInput{"course autograder 02", {".json", "must name a .zip"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // Shapes too large for any machine: refused before a byte is allocated

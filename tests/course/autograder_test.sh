@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The Gradescope autograder, end to end (docs/course.md, "A Gradescope
+# autograder"): `memwall course autograder 02` packs level 02 with a secret;
+# the zip is unpacked into a fresh /autograder tree seen through a bubblewrap
+# view, as in the platform's container: root, no network, this machine's
+# /usr and /etc read-only (setup.sh's installs find the packages present),
+# nothing else of it. setup.sh builds the grader from the zip's sources, then
+# run_autograder grades five submissions, each in a fresh view as Gradescope
+# gives each its own container: the reference solution (full marks), the
+# naive stub (its correctness points, little of the speed points), a compile
+# error (zero, saying so), an attack that reaches for /autograder (zero; the
+# secret, a forged results.json and a marker file nowhere) and a wrongly
+# named file (zero, saying what to name it). Every results.json is checked
+# against Gradescope's format (check_results.py).
+#   autograder_test.sh MEMWALL_BINARY SOURCE_DIR
+set -euo pipefail
+memwall=$1
+root=$2
+here=$root/tests/course/autograder
+[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: the autograder runs as root, and so must this test"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+secret="autograder-test-secret-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+printf '%s\n' "$secret" > "$T/seed"
+"$memwall" course autograder 02 --out "$T/autograder.zip" --secret-seed-file "$T/seed"
+ag=$T/autograder
+mkdir -p "$ag/source"
+unzip -q "$T/autograder.zip" -d "$ag/source"
+[ "$(stat -c %a "$ag/source/secret-seed")" = 600 ] || { echo "FAIL: secret-seed is not mode 0600"; exit 1; }
+if [ ! -x "$ag/source/setup.sh" ] || [ ! -x "$ag/source/run_autograder" ]; then echo "FAIL: the scripts lost their execute bits"; exit 1; fi
+if find "$ag/source/memwall" -name '*.ipynb' -o -name 'results' -type d | grep -q .; then
+  echo "FAIL: the zip carries notebooks or results"; exit 1
+fi
+
+view() {
+  bwrap --die-with-parent --unshare-net --unshare-pid --unshare-ipc --unshare-uts --cap-add ALL \
+    --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+    --symlink usr/sbin /sbin --ro-bind /etc /etc --ro-bind /var/lib/dpkg /var/lib/dpkg \
+    --proc /proc --dev /dev --tmpfs /tmp --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
+    --bind "$ag" /autograder --chdir /autograder/source --clearenv \
+    --setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin --setenv HOME /tmp "$@"
+}
+
+t0=$(date +%s)
+view bash /autograder/source/setup.sh > "$T/setup.log" 2>&1 || { tail -40 "$T/setup.log"; echo "FAIL: setup.sh"; exit 1; }
+echo "setup.sh: built the grader in $(( $(date +%s) - t0 )) s"
+cp "$ag/source/run_autograder" "$ag/run_autograder"   # where Gradescope puts it
+
+failed=0
+# grade NAME FILE AS check_results.py-arguments...
+grade() {
+  local name=$1 file=$2 as=$3
+  shift 3
+  rm -rf "$ag/submission" "$ag/results"
+  mkdir -p "$ag/submission"
+  cp "$file" "$ag/submission/$as"
+  local t
+  t=$(date +%s)
+  view /autograder/run_autograder > "$T/$name.log" 2>&1 || { cat "$T/$name.log"; echo "FAIL: $name: run_autograder exited non-zero"; failed=1; return; }
+  echo "$name: graded in $(( $(date +%s) - t )) s"
+  if [ -e "$ag/results/ATTACK-MARKER" ]; then echo "FAIL: $name: a file of the submission's is in results/"; failed=1; fi
+  if grep -rqF "$secret" "$ag/results" "$T/$name.log"; then echo "FAIL: $name: the secret seed reached the results or the log"; failed=1; fi
+  cp "$ag/results/results.json" "$T/$name.json" 2>/dev/null || true
+  python3 "$here/check_results.py" "$ag/results/results.json" "$@" --absent FORGED || { failed=1; head -c 3000 "$ag/results/results.json"; echo; }
+}
+
+exercise=$root/levels/02-fusion/exercise
+grade reference "$exercise/solutions/bias_gelu_ln_cpu_reference.cpp" bias_gelu_ln_cpu.cpp \
+  --score-min 99 --score-max 100 --output-has '"name": "speed'
+# The naive stub: all 60 correctness points, at most a quarter of the 40
+# speed points (its ratio to the reference is about 0.1; the grade tests
+# hold it under a quarter of full credit).
+grade naive "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 60 --score-max 70
+printf '%s\n' "$(cat "$exercise/bias_gelu_ln_cpu.cpp")" 'this line is not C++;' > "$T/broken.cpp"
+grade compile-error "$T/broken.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0 --output-has 'not C++'
+grade attack "$here/attack_reach_autograder.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0
+grade misnamed "$exercise/bias_gelu_ln_cpu.cpp" solution.cpp --score-min 0 --score-max 0 \
+  --output-has 'No file named bias_gelu_ln_cpu.cpp'
+[ "$failed" = 0 ] || { echo "FAIL"; exit 1; }
+echo "PASS: five schema-valid results.json"
