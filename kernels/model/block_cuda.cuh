@@ -83,13 +83,20 @@ public:
         bytes_ += n * sizeof(T);
         return static_cast<T*>(p);
     }
-    // One block's activations, each its own allocation.
-    BlockActs acts(const BlockSizes& s) {
+    // One block's activations, each its own allocation: all of them, or
+    // (as BlockStore on the CPU) only the GEMM outputs (q, k, v, o, x_mid,
+    // a, b) or only the cheap rest (xn1, r1, p, xn2, r2, h); the fields not
+    // taken stay null, for model::cpu::combine.
+    BlockActs acts(const BlockSizes& s, bool gemm_outputs = true, bool cheap = true) {
         BlockActs A;
-        A.xn1 = take<float>(s.xn1), A.r1 = take<float>(s.r1), A.q = take<float>(s.q), A.k = take<float>(s.k);
-        A.v = take<float>(s.v), A.p = take<float>(s.p), A.o = take<float>(s.o), A.x_mid = take<float>(s.x_mid);
-        A.xn2 = take<float>(s.xn2), A.r2 = take<float>(s.r2), A.a = take<float>(s.a), A.b = take<float>(s.b);
-        A.h = take<float>(s.h);
+        auto part = [&](float*& p, std::size_t n, bool want) {
+            if (want) p = take<float>(n);
+        };
+        part(A.xn1, s.xn1, cheap), part(A.r1, s.r1, cheap), part(A.q, s.q, gemm_outputs);
+        part(A.k, s.k, gemm_outputs), part(A.v, s.v, gemm_outputs), part(A.p, s.p, cheap);
+        part(A.o, s.o, gemm_outputs), part(A.x_mid, s.x_mid, gemm_outputs), part(A.xn2, s.xn2, cheap);
+        part(A.r2, s.r2, cheap), part(A.a, s.a, gemm_outputs), part(A.b, s.b, gemm_outputs);
+        part(A.h, s.h, cheap);
         return A;
     }
     std::size_t bytes() const { return bytes_; }
@@ -279,6 +286,17 @@ private:
     std::int32_t* pos_;
     char* workspace_;
 };
+
+// The backward pass's start, every CUDA rung of train_step alike (the CPU's
+// checkpointing::begin_backward): loss = sum(y * dy) by the dot kernel's
+// fixed-order double sum, dparams zeroed, dx = dy; all on `stream`. n: the
+// floats of y, dy and dx; n_params: of dparams.
+inline void begin_backward(const float* y, const float* dy, std::size_t n, float* loss, float* dparams,
+                           std::size_t n_params, float* dx, cudaStream_t stream) {
+    kernels::dot(y, dy, loss, std::int64_t(n), stream);
+    MW_CUDA_CHECK(cudaMemsetAsync(dparams, 0, n_params * sizeof(float), stream));
+    MW_CUDA_CHECK(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+}
 
 }  // namespace
 }  // namespace mw::model::gpu

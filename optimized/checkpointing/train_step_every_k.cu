@@ -87,9 +87,8 @@ Instance prepare_every_k_cuda(Problem& p) {
                 cur = out;
             }
             build_segment(segments - 1, st->y);
-            model::kernels::dot(st->y, dy, d.out<float>("loss"), std::int64_t(X), d.stream);
-            MW_CUDA_CHECK(cudaMemsetAsync(dparams, 0, std::size_t(L) * P * sizeof(float), d.stream));
-            MW_CUDA_CHECK(cudaMemcpyAsync(dx, dy, X * sizeof(float), cudaMemcpyDeviceToDevice, d.stream));
+            model::gpu::begin_backward(st->y, dy, X, d.out<float>("loss"), dparams, std::size_t(L) * P, dx,
+                                       d.stream);
             backward_segment(segments - 1);
             for (int s = segments - 2; s >= 0; --s) {
                 build_segment(s, st->tmp);  // its output is the next checkpoint, already kept

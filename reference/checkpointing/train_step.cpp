@@ -92,36 +92,38 @@ double executed_flops(const Shape& s, Rung r) {
     return useful;
 }
 
-namespace {
-void require_cuda_rung(Rung r) {
-    if (r != Rung::store_all && r != Rung::every_k)
-        throw std::invalid_argument("train_step: the CUDA ladder has store_all and every_k only");
-}
-}  // namespace
-
 std::map<std::string, double> memory_model_cuda(const Shape& s, Rung r) {
-    require_cuda_rung(r);
     const model::Config c = config_of(s);
     const int B = batch_of(s), T = int(s["seq"]), L = c.layers, k = every_of(s);
     const model::cpu::BlockSizes sz(c, B, T);
     const double X = 4.0 * double(s["tokens"]) * c.d_model, R = 4.0 * double(sz.all()),
-                 S = model::gpu::block_scratch_bytes(c, B, T),
+                 G = 4.0 * double(sz.gemm_outputs()), S = model::gpu::block_scratch_bytes(c, B, T),
                  P = 4.0 * double(model::layer_param_count(c)) * L;
     const double copies = 3 * X + 2 * P + 4;  // x, dy, dx; params, dparams; the loss
-    if (r == Rung::store_all)
-        return {{"block_inputs", L * X}, {"activations", L * R}, {"scratch", S}, {"device_copies", copies}};
-    return {{"checkpoints", (std::ceil(double(L) / k) - 1) * X}, {"segment", (k - 1) * X + k * R},
-            {"scratch", 2 * X + S}, {"device_copies", copies}};
+    switch (r) {
+        case Rung::store_all:
+            return {{"block_inputs", L * X}, {"activations", L * R}, {"scratch", S}, {"device_copies", copies}};
+        case Rung::every_k:
+            return {{"checkpoints", (std::ceil(double(L) / k) - 1) * X}, {"segment", (k - 1) * X + k * R},
+                    {"scratch", 2 * X + S}, {"device_copies", copies}};
+        case Rung::selective:
+            return {{"block_inputs", L * X}, {"gemm_outputs", L * G}, {"recomputed", R - G}, {"scratch", S},
+                    {"device_copies", copies}};
+        case Rung::recompute_all: return {{"block", R}, {"scratch", 3 * X + S}, {"device_copies", copies}};
+    }
+    return {};
 }
 
 double executed_flops_cuda(const Shape& s, Rung r) {
-    require_cuda_rung(r);
-    // Both rungs' work is whole block forwards (3 per block for the step, 1
-    // per rebuilt block), each at the full square on the GPU.
+    // Whole block forwards (3 per block for the step, 1 per rebuilt block),
+    // each at the full [T, T] square on the GPU; selective's recomputation is
+    // the score product S = Q K^T alone (O is kept), also over the square.
     const model::Config c = config_of(s);
-    const int B = batch_of(s), T = int(s["seq"]);
+    const int B = batch_of(s), T = int(s["seq"]), L = c.layers;
     const double block = B * model::block_forward_flops(c, T),
+                 scores = B * 2.0 * c.heads * c.head_dim() * double(T) * T,  // one product over the square
                  square = block + B * 2.0 * c.heads * c.head_dim() * double(T) * (T - 1);  // + 2 products x 2 hd x T(T-1)/2 masked pairs, per head
+    if (r == Rung::selective) return 3.0 * L * square + (L - 1) * scores;
     return executed_flops(s, r) / block * square;
 }
 

@@ -49,9 +49,8 @@ Instance prepare_store_all_cuda(Problem& p) {
             for (int l = 0; l < L; ++l)
                 block.forward(model::bind_layer(c, params + l * P), st->x[std::size_t(l)], st->acts[std::size_t(l)],
                               st->x[std::size_t(l) + 1]);
-            model::kernels::dot(st->x.back(), dy, d.out<float>("loss"), std::int64_t(X), d.stream);
-            MW_CUDA_CHECK(cudaMemsetAsync(dparams, 0, std::size_t(L) * P * sizeof(float), d.stream));
-            MW_CUDA_CHECK(cudaMemcpyAsync(dx, dy, X * sizeof(float), cudaMemcpyDeviceToDevice, d.stream));
+            model::gpu::begin_backward(st->x.back(), dy, X, d.out<float>("loss"), dparams, std::size_t(L) * P, dx,
+                                       d.stream);
             for (int l = L - 1; l >= 0; --l)
                 block.backward(model::bind_layer(c, params + l * P), model::bind_layer(c, dparams + l * P),
                                st->x[std::size_t(l)], st->acts[std::size_t(l)], dx);

@@ -21,7 +21,9 @@
 // The ladder (CUDA, kernels/model/block_cuda.cuh: cuBLAS products, the model's kernels):
 //   reference/checkpointing/train_step.cu                   rung 0  store_all
 //   optimized/checkpointing/train_step_every_k.cu              1  every_k
-// On a GPU every_k must also give store_all's bits (one handle, one stream,
+//   optimized/checkpointing/train_step_selective.cu            2  selective
+//   optimized/checkpointing/train_step_recompute_all.cu        3  recompute_all
+// On a GPU every rung must also give store_all's bits (one handle, one stream,
 // a fixed cuBLAS workspace, no atomics: the same calls, the same algorithms).
 // Not under cuda-emu (no cuBLAS there); their kernels are checked under
 // cuda-emu one by one (tests/model_kernels).
@@ -84,8 +86,7 @@ std::map<std::string, double> memory_model(const Shape& s, Rung r);
 // FLOPs the rung executes: 3 x forward + its recomputation.
 double executed_flops(const Shape& s, Rung r);
 
-// The CUDA rungs (store_all and every_k only; std::invalid_argument for the
-// others). Device memory: the same terms with the GPU block's scratch
+// The CUDA rungs. Device memory: the same terms with the GPU block's scratch
 // (model::gpu::block_scratch_bytes: dS for every head, the cuBLAS
 // workspace) and the device copies of the problem's buffers, which a GPU
 // rung holds beside the host's. FLOPs: the batched products multiply the

@@ -58,9 +58,7 @@ TEST_P(TrainStepBlockEmu, StoreAllStackMatchesTheOracle) {
         x.push_back(mem.take<float>(X));
         block.forward(mw::model::bind_layer(c, params + l * P), x[l], acts[l], x[l + 1]);
     }
-    mw::model::kernels::dot(x[L], dy, loss, std::int64_t(X), nullptr);
-    MW_CUDA_CHECK(cudaMemset(dparams, 0, L * P * sizeof(float)));
-    MW_CUDA_CHECK(cudaMemcpy(dx, dy, X * sizeof(float), cudaMemcpyDeviceToDevice));
+    gpu::begin_backward(x[L], dy, X, loss, dparams, L * P, dx, nullptr);
     for (int l = L - 1; l >= 0; --l)
         block.backward(mw::model::bind_layer(c, params + l * P), mw::model::bind_layer(c, dparams + l * P), x[l],
                        acts[l], dx);
@@ -68,6 +66,69 @@ TEST_P(TrainStepBlockEmu, StoreAllStackMatchesTheOracle) {
         MW_CUDA_CHECK(cudaMemcpy(p.out(name).data.get(), from, p.out(name).size_bytes(), cudaMemcpyDeviceToHost));
     const auto r = mw::check_problem(op(), p, oracle);
     EXPECT_TRUE(r.ok) << GetParam().str() << ": " << r.message;
+#endif
+}
+
+// What the selective and recompute_all CUDA rungs rely on, under the
+// emulator: a block's cheap activations rebuilt by recompute_cheap from its
+// GEMM outputs (DeviceMemory::acts split in two, joined by combine), and a
+// block re-run into one shared set of activations, give store_all's
+// gradients bit for bit.
+TEST_P(TrainStepBlockEmu, RecomputedActivationsGiveStoreAllsBits) {
+#if !MEMWALL_EMU
+    GTEST_SKIP() << "the emulator is not built";
+#else
+    namespace gpu = mw::model::gpu;
+    mw::Problem p = op().make_problem(GetParam(), mw::DType::f32, 7);
+    const mw::model::Config c = mw::checkpointing::config_of(p.shape);
+    const int B = mw::checkpointing::batch_of(p.shape), T = int(p.shape["seq"]), L = c.layers;
+    const std::size_t X = std::size_t(p.shape["tokens"]) * c.d_model, P = mw::model::layer_param_count(c);
+    const mw::model::cpu::BlockSizes sz(c, B, T);
+    gpu::DeviceMemory mem;
+    gpu::Block block(c, B, T, mem);
+    block.bind(nullptr);
+    auto upload = [&](const mw::Buffer& b) {
+        float* d = mem.take<float>(b.count);
+        MW_CUDA_CHECK(cudaMemcpy(d, b.data.get(), b.size_bytes(), cudaMemcpyHostToDevice));
+        return d;
+    };
+    const float *params = upload(p.in("params")), *x0 = upload(p.in("x"));
+    auto W = [&](int l) { return mw::model::bind_layer(c, params + l * P); };
+    std::vector<float*> x = {const_cast<float*>(x0)};
+    for (int l = 0; l < L; ++l) x.push_back(mem.take<float>(X));
+    const mw::model::cpu::BlockActs full = mem.acts(sz), kept = mem.acts(sz, true, false),
+                                    cheap = mem.acts(sz, false, true);
+    EXPECT_EQ(kept.p, nullptr);
+    EXPECT_EQ(cheap.q, nullptr);
+    const mw::model::cpu::BlockActs split = mw::model::cpu::combine(kept, cheap);
+    // Per (strategy, block): the dx and dparams of the block's backward from
+    // the same upstream gradient, read back to the host.
+    auto backward_of = [&](int l, const mw::model::cpu::BlockActs& A) {
+        float* dx = mem.take<float>(X);
+        float* g = mem.take<float>(P);
+        MW_CUDA_CHECK(cudaMemcpy(dx, p.in("dy").data.get(), X * sizeof(float), cudaMemcpyHostToDevice));
+        MW_CUDA_CHECK(cudaMemset(g, 0, P * sizeof(float)));
+        block.backward(W(l), mw::model::bind_layer(c, g), x[l], A, dx);
+        std::vector<float> out(X + P);
+        MW_CUDA_CHECK(cudaMemcpy(out.data(), dx, X * sizeof(float), cudaMemcpyDeviceToHost));
+        MW_CUDA_CHECK(cudaMemcpy(out.data() + X, g, P * sizeof(float), cudaMemcpyDeviceToHost));
+        return out;
+    };
+    for (int l = 0; l < L; ++l) block.forward(W(l), x[l], full, x[l + 1]);
+    const std::vector<float> last = backward_of(L - 1, full);
+    for (int l = 0; l < L; ++l) {
+        block.forward(W(l), x[l], full, x[l + 1]);  // store_all's activations of block l
+        const std::vector<float> want = backward_of(l, full);
+        block.forward(W(l), x[l], split, x[l + 1]);  // selective: GEMM outputs kept ...
+        for (auto [ptr, n] : {std::pair{cheap.xn1, sz.xn1}, {cheap.r1, sz.r1}, {cheap.p, sz.p}, {cheap.xn2, sz.xn2},
+                              {cheap.r2, sz.r2}, {cheap.h, sz.h}})
+            MW_CUDA_CHECK(cudaMemset(ptr, 0xff, n * sizeof(float)));  // ... the cheap ones lost (NaN) ...
+        block.recompute_cheap(W(l), x[l], split);  // ... and rebuilt
+        const std::vector<float> got = backward_of(l, split);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "selective, block " << l;
+    }
+    EXPECT_EQ(std::memcmp(last.data(), backward_of(L - 1, full).data(), last.size() * sizeof(float)), 0)
+        << "a block re-run into the shared activations (recompute_all)";
 #endif
 }
 

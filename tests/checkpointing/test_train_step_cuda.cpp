@@ -1,13 +1,13 @@
 // The checkpointing lever's CUDA rungs of train_step
 // (reference/checkpointing/train_step.cu, optimized/checkpointing/
-// train_step_every_k.cu): cuBLAS inside, so they exist only for the real
+// train_step_{every_k,selective,recompute_all}.cu): cuBLAS inside, so they exist only for the real
 // GPU backend and never under the emulator (their kernels are checked under
 // the emulator one by one in tests/model_kernels).
 //
 //   TrainStepCudaRegistry  what is registered for which backend (runs anywhere);
 //   TrainStepCudaModel     executed FLOPs and the device memory models by hand (runs anywhere);
-//   TrainStepCuda          both rungs against the fp64 oracle at odd shapes,
-//                          every_k bit for bit store_all's, the declared device
+//   TrainStepCuda          every rung against the fp64 oracle at odd shapes,
+//                          bit for bit store_all's, the declared device
 //                          memory: SKIPPED without a GPU, never passed.
 #include <gtest/gtest.h>
 
@@ -40,17 +40,21 @@ const mw::Variant* cuda_variant(const std::string& name) {
 #define MW_GPU_OR_SKIP()                                                                 \
     if (!mw::cuda_backend_built()) GTEST_SKIP() << "CUDA backend not built";             \
     if (mw::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << mw::gpu_absent_reason();     \
-    ASSERT_NE(cuda_variant("store_all"), nullptr);                                       \
-    ASSERT_NE(cuda_variant("every_k"), nullptr)
+    for (const char* name : {"store_all", "every_k", "selective", "recompute_all"})      \
+    ASSERT_NE(cuda_variant(name), nullptr) << name
 
-TEST(TrainStepCudaRegistry, StoreAllAndEveryKForTheGpuOnly) {
+TEST(TrainStepCudaRegistry, TheFourRungsForTheGpuOnly) {
     const auto gpu = mw::variants_of("train_step", mw::Backend::cuda);
     if (mw::cuda_backend_built()) {
-        ASSERT_EQ(gpu.size(), 2u);
+        ASSERT_EQ(gpu.size(), 4u);
         EXPECT_EQ(gpu[0]->name, "store_all");
         EXPECT_EQ(gpu[0]->role, mw::Role::reference);
-        EXPECT_EQ(gpu[1]->name, "every_k");
-        EXPECT_EQ(gpu[1]->identical_to, "store_all");
+        const char* names[] = {"store_all", "every_k", "selective", "recompute_all"};
+        for (int r = 1; r < 4; ++r) {
+            EXPECT_EQ(gpu[std::size_t(r)]->name, names[r]);
+            EXPECT_EQ(gpu[std::size_t(r)]->rung, r);
+            EXPECT_EQ(gpu[std::size_t(r)]->identical_to, "store_all");
+        }
         for (const auto* v : gpu) EXPECT_TRUE(v->memory_model && v->executed_flops) << v->name;
     } else {
         EXPECT_TRUE(gpu.empty());
@@ -65,8 +69,11 @@ TEST(TrainStepCudaModel, ExecutedFlopsByHand) {
     const double block = B * (2 * T * (d * (qd + 2 * kvd) + qd * d + 3 * d * f) + 4 * 8 * 32 * T * T);
     EXPECT_NEAR(mw::checkpointing::executed_flops_cuda(s, Rung::store_all), 48 * block, 1e-9 * 48 * block);
     EXPECT_NEAR(mw::checkpointing::executed_flops_cuda(s, Rung::every_k), 60 * block, 1e-9 * 60 * block);
-    EXPECT_THROW(mw::checkpointing::executed_flops_cuda(s, Rung::selective), std::invalid_argument);
-    EXPECT_THROW(mw::checkpointing::memory_model_cuda(s, Rung::recompute_all), std::invalid_argument);
+    // selective: + the score product Q K^T over the square, 2 x 8 heads x 32 hd x T^2
+    // per sequence, for every block but the last; recompute_all: + 16 x 15 / 2 block forwards.
+    EXPECT_NEAR(mw::checkpointing::executed_flops_cuda(s, Rung::selective), 48 * block + 15 * B * 2 * 8 * 32 * T * T,
+                1e-9 * 48 * block);
+    EXPECT_NEAR(mw::checkpointing::executed_flops_cuda(s, Rung::recompute_all), 168 * block, 1e-9 * 168 * block);
 }
 
 // Device memory by hand at L 8, 2 x 128 tokens, d 64, 4 heads / 2 kv heads, d_ff 96, k 3.
@@ -87,18 +94,24 @@ TEST(TrainStepCudaModel, DeviceMemoryByHand) {
     EXPECT_DOUBLE_EQ(total(mw::checkpointing::memory_model_cuda(s, Rung::store_all)), 8 * X + 8 * R + S + copies);
     EXPECT_DOUBLE_EQ(total(mw::checkpointing::memory_model_cuda(s, Rung::every_k)),
                      2 * X + (2 * X + 3 * R) + 2 * X + S + copies);
+    // GEMM outputs per block: 256 rows x (q 64 + k 32 + v 32 + o 64 + x_mid 64 + a 96 + b 96) floats.
+    const double G = 4.0 * 256 * 448;
+    EXPECT_DOUBLE_EQ(total(mw::checkpointing::memory_model_cuda(s, Rung::selective)),
+                     8 * X + 8 * G + (R - G) + S + copies);
+    EXPECT_DOUBLE_EQ(total(mw::checkpointing::memory_model_cuda(s, Rung::recompute_all)), R + 3 * X + S + copies);
 }
 
 class TrainStepCuda : public ::testing::TestWithParam<mw::Shape> {};
 
-TEST_P(TrainStepCuda, BothRungsMatchTheOracleAndStoreAllsBits) {
+TEST_P(TrainStepCuda, EveryRungMatchesTheOracleAndStoreAllsBits) {
     MW_GPU_OR_SKIP();
     mw::Problem p = op().make_problem(GetParam(), mw::DType::f32, 5);
     ASSERT_EQ(op().validate(GetParam()), "");
     const auto oracle = op().oracle(p);
     const auto want = run_checked(*cuda_variant("store_all"), p, oracle);
     expect_same_bits(run_checked(*cuda_variant("store_all"), p, oracle), want, "store_all again");
-    expect_same_bits(run_checked(*cuda_variant("every_k"), p, oracle), want, "every_k at " + GetParam().str());
+    for (const char* name : {"every_k", "selective", "recompute_all"})
+        expect_same_bits(run_checked(*cuda_variant(name), p, oracle), want, std::string(name) + " at " + GetParam().str());
 }
 
 // The declared device memory (Instance::workspace_bytes: the rung's
@@ -106,7 +119,7 @@ TEST_P(TrainStepCuda, BothRungsMatchTheOracleAndStoreAllsBits) {
 TEST_P(TrainStepCuda, DeclaredDeviceMemoryIsTheModel) {
     MW_GPU_OR_SKIP();
     mw::Problem p = op().make_problem(GetParam(), mw::DType::f32, 5);
-    for (const char* name : {"store_all", "every_k"}) {
+    for (const char* name : {"store_all", "every_k", "selective", "recompute_all"}) {
         const mw::Variant& v = *cuda_variant(name);
         const mw::Instance inst = v.prepare(p);
         EXPECT_DOUBLE_EQ(double(inst.workspace_bytes), total(v.memory_model(p.shape))) << name;
