@@ -59,7 +59,9 @@ Problem make_problem(const Shape& s, DType dtype, std::uint64_t seed) {
     return p;
 }
 
-std::vector<std::vector<double>> oracle(const Problem& p) {
+// The fp64 attention of Q, K and V, each input value passed through `in`
+// first (the identity for the op's oracle).
+template <class In> std::vector<std::vector<double>> oracle_of(const Problem& p, In in) {
     const AttnShape a = attn_shape(p.shape);
     const float* Q = p.in("Q").as<float>();
     const float* K = p.in("K").as<float>();
@@ -80,7 +82,7 @@ std::vector<std::vector<double>> oracle(const Problem& p) {
                 double m = -INFINITY, sum = 0;
                 for (long j = 0; j < n; ++j) {
                     double dot = 0;
-                    for (long c = 0; c < a.D; ++c) dot += double(q[c]) * k[j * a.D + c];
+                    for (long c = 0; c < a.D; ++c) dot += in(q[c]) * in(k[j * a.D + c]);
                     w[j] = dot * scale;
                     m = std::max(m, w[j]);
                 }
@@ -88,11 +90,16 @@ std::vector<std::vector<double>> oracle(const Problem& p) {
                 double* o = O.data() + (bh * a.S + i) * a.D;
                 for (long c = 0; c < a.D; ++c) o[c] = 0;
                 for (long j = 0; j < n; ++j)
-                    for (long c = 0; c < a.D; ++c) o[c] += w[j] / sum * v[j * a.D + c];
+                    for (long c = 0; c < a.D; ++c) o[c] += w[j] / sum * in(v[j * a.D + c]);
             }
     }
     return {std::move(O)};
 }
+
+std::vector<std::vector<double>> oracle(const Problem& p) {
+    return oracle_of(p, [](float x) { return double(x); });
+}
+
 
 Instance prepare_naive(Problem& p) {
     const AttnShape a = attn_shape(p.shape);
@@ -139,6 +146,10 @@ std::string validate(const Shape& s) {
 }
 
 }  // namespace
+
+std::vector<std::vector<double>> oracle_bf16_inputs(const Problem& p) {
+    return oracle_of(p, [](float x) { return double(bf16_to_f32(f32_to_bf16(x))); });
+}
 
 double attention_bytes_materialized(const Shape& s, DType dt) {
     const AttnShape a = attn_shape(s);

@@ -6,6 +6,8 @@
 //                                               (FlashAttention-1 loop order: one block per head)
 //   optimized/fusion/attention_flash2.cu      2 FlashAttention-2 order: blocks over query blocks,
 //                                               O accumulated on chip, written once
+//   optimized/fusion/attention_flash2_mma.cu  3 the same walk on bf16 tensor cores: S = Q K^T
+//                                               and O += P V by mma.sync, softmax in registers
 // This rung: a b*h*s*s fp32 score buffer in global memory, written by one
 // thread per score, normalized in place by one thread per row, read back by
 // one thread per output element. Bytes: 4 s^2 floats per head on top of Q,

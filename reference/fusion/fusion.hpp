@@ -25,6 +25,7 @@
 //     reference/fusion/attention.cu          0 scores in global memory
 //     optimized/fusion/attention_smem_tiles.cu  1 K/V tiles in shared memory, online softmax
 //     optimized/fusion/attention_flash2.cu   2 FlashAttention-2: one warp per query row block
+//     optimized/fusion/attention_flash2_mma.cu 3 FlashAttention-2 on bf16 tensor cores (mma.sync)
 //   launch_chain  y = f16(...f2(f1(x)))  16 tiny element-wise ops
 //     reference/fusion/launch_chain.cpp      0 per-op dispatch through std::function, fresh temporaries
 //     optimized/fusion/launch_chain_fused.cpp 1 one fused loop
