@@ -4,13 +4,15 @@
 # the zip is unpacked into a fresh /autograder tree seen through a bubblewrap
 # view, as in the platform's container: root, no network, this machine's
 # /usr and /etc read-only (setup.sh's installs find the packages present),
-# nothing else of it. setup.sh builds the grader from the zip's sources, then
+# its /proc and /sys, none of its other files. setup.sh builds the grader from the zip's sources, then
 # run_autograder grades five submissions, each in a fresh view as Gradescope
-# gives each its own container: the reference solution (full marks), the
+# gives each its own container, and one more in a view whose /proc the
+# grader's sandbox cannot use: the reference solution (full marks), the
 # naive stub (its correctness points, little of the speed points), a compile
 # error (zero, saying so), an attack that reaches for /autograder (zero; the
 # secret, a forged results.json and a marker file nowhere) and a wrongly
-# named file (zero, saying what to name it). Every results.json is checked
+# named file (zero, saying what to name it); the last gets zero with the
+# grader's reason. Every results.json is checked
 # against Gradescope's format (check_results.py).
 #   autograder_test.sh MEMWALL_BINARY SOURCE_DIR
 set -euo pipefail
@@ -32,11 +34,15 @@ if find "$ag/source/memwall" -name '*.ipynb' -o -name 'results' -type d | grep -
   echo "FAIL: the zip carries notebooks or results"; exit 1
 fi
 
+# The host's /proc, not a fresh one: the grader's own bubblewrap mounts a
+# proc of its own, which the kernel refuses under a proc with covered paths
+# (bwrap --proc covers /proc/sys and others, as Docker masks some): see
+# docs/course.md on what the platform's container must allow.
 view() {
-  bwrap --die-with-parent --unshare-net --unshare-pid --unshare-ipc --unshare-uts --cap-add ALL \
+  bwrap --die-with-parent --unshare-net --unshare-ipc --unshare-uts --cap-add ALL \
     --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
     --symlink usr/sbin /sbin --ro-bind /etc /etc --ro-bind /var/lib/dpkg /var/lib/dpkg \
-    --proc /proc --dev /dev --tmpfs /tmp --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
+    --bind /proc /proc --dev /dev --tmpfs /tmp --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
     --bind "$ag" /autograder --chdir /autograder/source --clearenv \
     --setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin --setenv HOME /tmp "$@"
 }
@@ -47,7 +53,14 @@ echo "setup.sh: built the grader in $(( $(date +%s) - t0 )) s"
 cp "$ag/source/run_autograder" "$ag/run_autograder"   # where Gradescope puts it
 
 failed=0
-# grade NAME FILE AS check_results.py-arguments...
+# grade NAME FILE AS check_results.py-arguments... (VIEW=view_masked_proc:
+# the view a container with a covered /proc gives)
+view_masked_proc() {
+  bwrap --die-with-parent --unshare-net --unshare-pid --unshare-ipc --unshare-uts --cap-add ALL \
+    --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+    --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp --ro-bind /sys /sys \
+    --bind "$ag" /autograder --chdir /autograder/source --clearenv --setenv PATH /usr/sbin:/usr/bin "$@"
+}
 grade() {
   local name=$1 file=$2 as=$3
   shift 3
@@ -56,7 +69,7 @@ grade() {
   cp "$file" "$ag/submission/$as"
   local t
   t=$(date +%s)
-  view /autograder/run_autograder > "$T/$name.log" 2>&1 || { cat "$T/$name.log"; echo "FAIL: $name: run_autograder exited non-zero"; failed=1; return; }
+  ${VIEW:-view} /autograder/run_autograder > "$T/$name.log" 2>&1 || { cat "$T/$name.log"; echo "FAIL: $name: run_autograder exited non-zero"; failed=1; return; }
   echo "$name: graded in $(( $(date +%s) - t )) s"
   if [ -e "$ag/results/ATTACK-MARKER" ]; then echo "FAIL: $name: a file of the submission's is in results/"; failed=1; fi
   if grep -rqF "$secret" "$ag/results" "$T/$name.log"; then echo "FAIL: $name: the secret seed reached the results or the log"; failed=1; fi
@@ -70,11 +83,16 @@ grade reference "$exercise/solutions/bias_gelu_ln_cpu_reference.cpp" bias_gelu_l
 # The naive stub: all 60 correctness points, at most a quarter of the 40
 # speed points (its ratio to the reference is about 0.1; the grade tests
 # hold it under a quarter of full credit).
-grade naive "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 60 --score-max 70
+grade naive "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 60 --score-max 70 \
+  --status correctness=passed --status speed=failed
 printf '%s\n' "$(cat "$exercise/bias_gelu_ln_cpu.cpp")" 'this line is not C++;' > "$T/broken.cpp"
 grade compile-error "$T/broken.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0 --output-has 'not C++'
 grade attack "$here/attack_reach_autograder.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0
 grade misnamed "$exercise/bias_gelu_ln_cpu.cpp" solution.cpp --score-min 0 --score-max 0 \
   --output-has 'No file named bias_gelu_ln_cpu.cpp'
+# Where the grader's sandbox cannot start (a proc it may not mount): zero
+# points and the grader's reason, never an unmarked crash.
+VIEW=view_masked_proc grade no-sandbox "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 0 \
+  --score-max 0 --output-has 'bubblewrap cannot make its sandbox' --output-has 'tell your instructor'
 [ "$failed" = 0 ] || { echo "FAIL"; exit 1; }
-echo "PASS: five schema-valid results.json"
+echo "PASS: six schema-valid results.json"

@@ -3,8 +3,10 @@
 fields and types Gradescope's autograder specification reads, valid UTF-8
 with no control byte but newline and tab, and the score the test expects.
 
-  check_results.py FILE --score-min X --score-max Y [--test-max NAME=POINTS]
-                        [--output-has TEXT] [--absent TEXT]
+  check_results.py FILE --score-min X --score-max Y [--output-has TEXT]
+                        [--absent TEXT] [--status PREFIX=passed|failed]
+(--status: every test whose name starts with PREFIX has that status, and
+there is at least one.)
 """
 import argparse
 import json
@@ -24,6 +26,7 @@ p.add_argument("--score-min", type=float, required=True)
 p.add_argument("--score-max", type=float, required=True)
 p.add_argument("--output-has", action="append", default=[])
 p.add_argument("--absent", action="append", default=[])
+p.add_argument("--status", action="append", default=[])
 args = p.parse_args()
 
 raw = open(args.file, "rb").read()
@@ -71,4 +74,12 @@ for s in args.output_has:
 for s in args.absent:
     if s in text:
         fail(f"'{s}' is in it")
+for spec in args.status:
+    prefix, _, want = spec.partition("=")
+    named = [t for t in tests if t.get("name", "").startswith(prefix)]
+    if not named:
+        fail(f"no test named {prefix}...")
+    for t in named:
+        if t.get("status") != want:
+            fail(f"test '{t['name']}' is {t.get('status')}, expected {want}: {t.get('output', '')[:300]}")
 print(f"{args.file}: schema-valid, score {score}")
