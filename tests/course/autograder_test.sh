@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The Gradescope autograder, end to end (docs/course.md, "A Gradescope
-# autograder"): `memwall course autograder 02` packs level 02 with a secret;
+# autograder"): `memwall course autograder 03` packs level 03 with a secret;
 # the zip is unpacked into a fresh /autograder tree seen through a bubblewrap
 # view, as in the platform's container: root, no network, this machine's
 # /usr and /etc read-only (setup.sh's installs find the packages present),
 # its /proc and /sys, none of its other files. setup.sh builds the grader from the zip's sources, then
 # run_autograder grades five submissions, each in a fresh view as Gradescope
 # gives each its own container, and one more in a view whose /proc the
-# grader's sandbox cannot use: the reference solution (full marks), the
-# naive stub (its correctness points, little of the speed points), a compile
+# grader's sandbox cannot use: an honest blocked transpose (full marks; the
+# instructor's reference solution calls the project's rung, which a
+# submission's compiler never sees, so a student-written one stands in), the
+# naive stub (its correctness points, its speed test failed), a compile
 # error (zero, saying so), an attack that reaches for /autograder (zero; the
 # secret, a forged results.json and a marker file nowhere) and a wrongly
 # named file (zero, saying what to name it); the last gets zero with the
@@ -24,7 +26,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 secret="autograder-test-secret-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 printf '%s\n' "$secret" > "$T/seed"
-"$memwall" course autograder 02 --out "$T/autograder.zip" --secret-seed-file "$T/seed"
+"$memwall" course autograder 03 --exercise transpose-cpu --out "$T/autograder.zip" --secret-seed-file "$T/seed"
 ag=$T/autograder
 mkdir -p "$ag/source"
 unzip -q "$T/autograder.zip" -d "$ag/source"
@@ -77,22 +79,23 @@ grade() {
   python3 "$here/check_results.py" "$ag/results/results.json" "$@" --absent FORGED || { failed=1; head -c 3000 "$ag/results/results.json"; echo; }
 }
 
-exercise=$root/levels/02-fusion/exercise
-grade reference "$exercise/solutions/bias_gelu_ln_cpu_reference.cpp" bias_gelu_ln_cpu.cpp \
-  --score-min 99 --score-max 100 --output-has '"name": "speed'
-# The naive stub: all 60 correctness points, at most a quarter of the 40
-# speed points (its ratio to the reference is about 0.1; the grade tests
-# hold it under a quarter of full credit).
-grade naive "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 60 --score-max 70 \
+exercise=$root/levels/03-layout/exercise
+grade honest "$root/tests/course/class03/blocked_a.cpp" transpose_cpu.cpp \
+  --score-min 99 --score-max 100 --status correctness=passed --status speed=passed
+# The naive stub: every correctness point, its speed test failed. A
+# transpose does no arithmetic and naive is only 3-8x slower than blocked,
+# so it keeps some speed points (0.23-0.36 of the reference's speed here:
+# 12-19 of 40; tests/grade/test_grade_layout.cpp allows it under 28).
+grade naive "$exercise/transpose_cpu.cpp" transpose_cpu.cpp --score-min 60 --score-max 88 \
   --status correctness=passed --status speed=failed
-printf '%s\n' "$(cat "$exercise/bias_gelu_ln_cpu.cpp")" 'this line is not C++;' > "$T/broken.cpp"
-grade compile-error "$T/broken.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0 --output-has 'not C++'
-grade attack "$here/attack_reach_autograder.cpp" bias_gelu_ln_cpu.cpp --score-min 0 --score-max 0
-grade misnamed "$exercise/bias_gelu_ln_cpu.cpp" solution.cpp --score-min 0 --score-max 0 \
-  --output-has 'No file named bias_gelu_ln_cpu.cpp'
+printf '%s\n' "$(cat "$exercise/transpose_cpu.cpp")" 'this line is not C++;' > "$T/broken.cpp"
+grade compile-error "$T/broken.cpp" transpose_cpu.cpp --score-min 0 --score-max 0 --output-has 'not C++'
+grade attack "$here/attack_reach_autograder.cpp" transpose_cpu.cpp --score-min 0 --score-max 0
+grade misnamed "$exercise/transpose_cpu.cpp" solution.cpp --score-min 0 --score-max 0 \
+  --output-has 'No file named transpose_cpu.cpp'
 # Where the grader's sandbox cannot start (a proc it may not mount): zero
 # points and the grader's reason, never an unmarked crash.
-VIEW=view_masked_proc grade no-sandbox "$exercise/bias_gelu_ln_cpu.cpp" bias_gelu_ln_cpu.cpp --score-min 0 \
+VIEW=view_masked_proc grade no-sandbox "$exercise/transpose_cpu.cpp" transpose_cpu.cpp --score-min 0 \
   --score-max 0 --output-has 'bubblewrap cannot make its sandbox' --output-has 'tell your instructor'
 [ "$failed" = 0 ] || { echo "FAIL"; exit 1; }
 echo "PASS: six schema-valid results.json"

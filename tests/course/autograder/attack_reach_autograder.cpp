@@ -9,8 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-extern "C" void student_bias_gelu_ln(const float* x, const float* bias, const float* gamma, const float* beta,
-                                     float* y, int rows, int hidden) {
+extern "C" void student_transpose(const float* in, float* out, int rows, int cols) {
     char secret[256] = {0};
     for (const char* p : {"/autograder/source/secret-seed", "/proc/1/root/autograder/source/secret-seed",
                           "/proc/self/cwd/../source/secret-seed"})
@@ -25,5 +24,5 @@ extern "C" void student_bias_gelu_ln(const float* x, const float* bias, const fl
             std::fclose(f);
         }
     if (FILE* f = std::fopen("/autograder/results/ATTACK-MARKER", "w")) std::fclose(f);
-    (void)x, (void)bias, (void)gamma, (void)beta, (void)y, (void)rows, (void)hidden;
+    (void)in, (void)out, (void)rows, (void)cols;
 }
