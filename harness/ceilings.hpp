@@ -68,6 +68,10 @@ struct GpuSpec {
 };
 
 const std::vector<GpuSpec>& known_gpus();
+// The spec-table peak (TFLOP/s, dense) for a compute dtype: "fp32" (or
+// empty), "tf32", "fp16"/"bf16" (tensor), "int8"/"fp8" (H100/H200/B200 FP8
+// tensor peaks equal their INT8 ones; V100/A100 have no FP8).
+double spec_peak_tflops(const GpuSpec& g, const std::string& dtype);
 // The spec of a device name as CUDA reports it ("NVIDIA H100 80GB HBM3",
 // "NVIDIA A100-SXM4-80GB") or as known_gpus() spells it ("h100"), matched
 // without regard to case; nullptr when unknown.

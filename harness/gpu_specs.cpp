@@ -53,6 +53,13 @@ const std::vector<GpuSpec>& known_gpus() {
     return gpus;
 }
 
+double spec_peak_tflops(const GpuSpec& g, const std::string& dtype) {
+    if (dtype.empty() || dtype == "fp32" || dtype == "f32") return g.fp32_tflops;
+    if (dtype == "tf32") return g.tf32_tflops;
+    if (dtype == "fp16" || dtype == "bf16" || dtype == "f16") return g.fp16_tflops;
+    return g.int8_tops;
+}
+
 namespace {
 
 std::string lower(std::string s) {

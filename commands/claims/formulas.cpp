@@ -65,14 +65,7 @@ const T* find_named(const std::vector<T>& v, const std::string& name) {
 
 const std::vector<std::string> kPeakDtypes = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"};
 
-// The spec-table column for a dtype. H100/H200/B200 FP8 tensor peaks equal
-// their INT8 peaks, so fp8 reads the int8 column (V100/A100 have no FP8).
-double spec_peak_tflops(const GpuSpec& g, const std::string& dtype) {
-    if (dtype == "fp32") return g.fp32_tflops;
-    if (dtype == "tf32") return g.tf32_tflops;
-    if (dtype == "fp16" || dtype == "bf16") return g.fp16_tflops;
-    return g.int8_tops;
-}
+// The spec-table column for a dtype: spec_peak_tflops (harness/ceilings.hpp).
 
 std::vector<std::string> gpu_names() {
     std::vector<std::string> v;

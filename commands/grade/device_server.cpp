@@ -321,7 +321,8 @@ void DeviceServer::run_pending() {
         Pending p;
         {
             std::lock_guard lk(m_);
-            if (pending_.empty()) {
+            if (pending_.empty() || cut_) {  // cut: the call's time is up, the rest is not done
+                pending_.clear();
                 pending_bytes_ = 0;
                 return;
             }
@@ -340,8 +341,14 @@ void DeviceServer::run_pending() {
 bool DeviceServer::finish(double seconds) {
     seconds = std::max(seconds, 0.0);
     bool cut = false;
+    struct Afresh {  // however this ends, the queue is empty and the next call starts uncut
+        std::atomic<bool>& cut;
+        ~Afresh() { cut = false; }
+    } afresh{cut_};
     const auto cut_wires = [&] {
         cut = true;
+        cut_ = true;  // run_pending stops at the next request (thousands of queued 768 MiB memsets ran on for
+                      // 7 minutes past a 300 s limit, in the grader's own thread: red-team batch 12)
         if (server_fd_ >= 0) shutdown(server_fd_, SHUT_RDWR);      // a request the host left half sent
         if (executor_fd_ >= 0) shutdown(executor_fd_, SHUT_RDWR);  // a kernel that does not end
     };

@@ -12,6 +12,7 @@
 // from here, not from anything the submission's process can write.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -134,6 +135,9 @@ private:
     static constexpr std::uint64_t kMaxLaunchesPerCall = 64;
     std::deque<Pending> pending_;
     std::size_t pending_bytes_ = 0;
+    // Set by finish's watchdog when the call's time is up: run_pending drops
+    // the rest of the queue (any thread's), and finish clears it on return.
+    std::atomic<bool> cut_{false};
     std::timed_mutex flush_m_;  // held while the queue runs, and by every request that must keep its order
     static constexpr double kDrainSeconds = 5;  // the queue's time when the grader's own access runs it
     std::size_t limit_, used_ = 0;

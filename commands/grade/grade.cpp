@@ -1295,7 +1295,9 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
                         "memory) and that the host code read no device memory back; not their speed: only a GPU "
                         "run certifies that");
     }
-    if (left_behind) notes.push_back("a process of the submission could not be killed (the grader's error)");
+    if (left_behind)
+        notes.push_back("a process of the submission was still alive 10 s after it was killed (the grade's guard "
+                        "removes it when the grader exits; `memwall grade --cleanup` removes what a dead grader left)");
     if (!busy_note.empty())
         notes.push_back("other work was running on the CPUs graded on, the least busy there were: " + busy_note +
                         "; the submission and the reference shared them alike, but the speed ratio is noisier: "

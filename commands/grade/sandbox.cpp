@@ -638,9 +638,13 @@ bool Cgroup::memory_exhausted() const { return oom_kills() > 0; }
 
 bool Cgroup::tasks_exhausted() const { return keyed(read_small(pids_ + "/pids.events"), "max") > 0; }
 
+// Up to 10 s: a submission can make its processes slow to die (millions of
+// epoll watches to tear down took longer than the 2 s this once waited, and
+// the report blamed the grader: red-team batch 12).
 int Cgroup::kill_all() {
     int killed = 0;
-    for (int round = 0; round < 400; ++round) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
         std::istringstream procs(read_small(pids_ + "/cgroup.procs"));
         int n = 0;
         for (long pid; procs >> pid;) kill(static_cast<pid_t>(pid), SIGKILL), ++n;

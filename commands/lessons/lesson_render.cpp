@@ -13,6 +13,7 @@
 
 #include "commands/levels.hpp"
 #include "harness/results.hpp"
+#include "harness/runner.hpp"
 #include "harness/ceilings.hpp"
 #include "harness/command.hpp"
 #include "harness/registry.hpp"
@@ -301,6 +302,93 @@ Value claims_ref(const std::string& lever, const Context& ctx) {
            " (`memwall reproduce --lever " + lever + "` recomputes them; `" + doc.value("command", "") + "` wrote the report).";
 }
 
+// The shape the GPU kit runs `op` at (its shapes file: "op GPU-shape
+// emulated-shape" lines), else the op's default.
+Shape gpu_kit_shape(const Op& op, const Context& ctx) {
+    std::ifstream in(ctx.gpu_shapes_file);
+    if (!in) throw Error("no GPU kit shapes file '" + ctx.gpu_shapes_file + "'");
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string name, shape;
+        if (words >> name >> shape && name == op.name)
+            return parse_shape(shape, op.default_shape, op.axes, op.flag_axes);
+    }
+    return op.default_shape;
+}
+
+std::string fmt_ms(double s) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
+    return b;
+}
+
+Value gpu_ref(const std::string& op_name, const Context& ctx) {
+    const Op* op = find_op(op_name);
+    if (!op) throw Error("unknown op '" + op_name + "' in gpu:");
+    const Shape shape = gpu_kit_shape(*op, ctx);
+    // Without the CUDA backend built, the same sources' emulated rungs carry
+    // the same cost models (the vendor rungs are not among them).
+    std::vector<const Variant*> rungs = variants_of(op_name, Backend::cuda);
+    const bool emulated = rungs.empty();
+    if (emulated) rungs = variants_of(op_name, Backend::cuda_emu);
+    if (rungs.empty()) throw Error("op '" + op_name + "' has no CUDA rungs");
+    // Measured: the fastest correct run of each rung at this shape in any
+    // results/<folder>/<lever>-cuda.json.
+    std::map<std::string, std::pair<double, std::string>> measured;
+    std::error_code ec;
+    if (!ctx.results_root.empty())
+        for (auto& d : fs::directory_iterator(ctx.results_root, ec)) {
+            const fs::path f = d.path() / (op->lever + "-cuda.json");
+            if (!fs::is_regular_file(f)) continue;
+            nlohmann::json doc;
+            try {
+                doc = read_json_file(f);
+            } catch (const std::exception&) {
+                continue;
+            }
+            const auto& m = doc.value("machine", nlohmann::json::object());
+            const std::string gpu = m.contains("gpu") && m["gpu"].is_object() ? m["gpu"].value("name", "") : "";
+            for (const auto& r : doc.value("runs", nlohmann::json::array())) {
+                if (r.value("op", "") != op_name || r.value("backend", "") != "cuda" || !r.value("correct", false) ||
+                    r.value("shape_str", "") != shape.str() || !r.contains("time_s"))
+                    continue;
+                const double t = r["time_s"].value("best", 0.0);
+                auto& best = measured[r.value("variant", "")];
+                if (t > 0 && (best.first == 0 || t < best.first))
+                    best = {t, (gpu.empty() ? "a GPU" : gpu) + ", results/" + d.path().filename().string()};
+            }
+        }
+    const std::vector<const GpuSpec*> gpus = {find_gpu_spec("H100-SXM5-80GB"), find_gpu_spec("A100-SXM4-80GB")};
+    std::string out = "At `" + shape.str() + "` (the GPU kit's shape):\n\n| rung | variant | compute | FLOP/byte |";
+    for (const GpuSpec* g : gpus) out += " " + g->name + " at its roofs |";
+    out += " measured |\n|---:|---|---|---:|";
+    for (std::size_t i = 0; i < gpus.size(); ++i) out += "---:|";
+    out += "---|\n";
+    for (const Variant* v : rungs) {
+        const double flops = v->executed_flops ? v->executed_flops(shape) : op->flops(shape);
+        const double bytes = v->bytes ? v->bytes(shape, DType::f32) : op->compulsory_bytes(shape, DType::f32);
+        const std::string compute = v->compute.empty() ? "fp32" : v->compute;
+        char intensity[32];
+        std::snprintf(intensity, sizeof intensity, "%.3g", bytes > 0 ? flops / bytes : 0.0);
+        out += "| " + std::to_string(v->rung) + " | " + v->name + " | " + compute + " | " + intensity + " |";
+        for (const GpuSpec* g : gpus) {
+            const double peak = spec_peak_tflops(*g, compute) * 1e12, bw = g->hbm_gbps * 1e9;
+            if (peak <= 0) {
+                out += " no " + compute + " units |";
+                continue;
+            }
+            const double tc = flops / peak, tm = bytes / bw;
+            out += " " + fmt_ms(std::max(tc, tm)) + (tc >= tm ? " (compute)" : " (memory)") + " |";
+        }
+        const auto it = measured.find(v->name);
+        out += it == measured.end() ? " not measured |\n" : " " + fmt_ms(it->second.first) + " on " + it->second.second + " |\n";
+    }
+    out += "\nPredictions are lower bounds from the spec sheet (harness/gpu_specs.cpp: dense peaks, boost clock), "
+           "with each rung's own FLOP and byte models; no kernel reaches them.";
+    if (emulated) out += " (This build has no CUDA backend: the vendor rungs are not listed.)";
+    return out;
+}
+
 Value resolve_ref(const std::string& ref, const Context& ctx) {
     const auto colon = ref.find(':');
     std::string kind = colon == std::string::npos ? ref : ref.substr(0, colon);
@@ -347,6 +435,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     if (kind == "predict") return predict_ref(body, ctx);
     if (kind == "predict_time") return predict_time_ref(body, ctx);
     if (kind == "claims") return claims_ref(body, ctx);
+    if (kind == "gpu") return gpu_ref(body, ctx);
     if (kind == "results") {
         if (body == "path" && !ctx.results_path.empty()) return ctx.results_path;
         if (body == "dir" && !ctx.results_dir.empty()) return ctx.results_dir;
@@ -354,7 +443,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command");
     }
     throw Error("unknown reference '" + ref +
-                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, results:");
+                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, gpu:, results:");
 }
 
 // ------------------------------------------------------------ expressions
@@ -563,7 +652,10 @@ Context recorded_context(const Level& L) {
     c.machine_name = L.results_file.parent_path().filename().string();
     c.results_path = L.manifest.value("results", "");
     c.results_dir = fs::relative(L.results_file.parent_path(), L.dir).generic_string();
-    c.claims_file = (L.dir.parent_path().parent_path() / "results" / "claims" / "reproduce.json").string();
+    const fs::path root = L.dir.parent_path().parent_path();
+    c.claims_file = (root / "results" / "claims" / "reproduce.json").string();
+    c.results_root = (root / "results").string();
+    c.gpu_shapes_file = (root / "scripts" / "gpu-kit" / "shapes").string();
     c.results_command = L.results.value("command", "");
     c.steps = L.manifest.value("steps", nlohmann::json::array());
     c.op = c.level_op = L.op;

@@ -31,6 +31,13 @@
 //                                  arithmetic, a transpose, must give time_ms)
 //   {{claims:kv_cache}}            the lever's published claims with their verdicts, a markdown
 //                                  table from results/claims/reproduce.json (`memwall reproduce`)
+//   {{gpu:attention}}              the op's CUDA ladder at the GPU kit's shape
+//                                  (scripts/gpu-kit/shapes): per rung its compute dtype,
+//                                  FLOP/byte, the time an H100 SXM and an A100 SXM would
+//                                  take at their spec-sheet roofs (max of FLOPs / peak of
+//                                  that dtype and bytes / HBM bandwidth), and the time
+//                                  measured on a GPU where results/<gpu>/<lever>-cuda.json
+//                                  has that rung at that shape ("not measured" otherwise)
 //   {{results:path}}, {{results:command}}, {{results:dir}} (the results file's folder relative
 //                                  to the level's: images, ![..]({{results:dir}}/roofline-...png))
 //
@@ -79,6 +86,8 @@ struct Context {
     std::string machine_name;  // results/<machine_name>/...
     std::string results_path, results_command;
     std::string claims_file;  // results/claims/reproduce.json (for claims:LEVER)
+    std::string results_root;      // the repository's results/ (for gpu:OP's measured column)
+    std::string gpu_shapes_file;   // scripts/gpu-kit/shapes (for gpu:OP's shape)
     std::string results_dir;  // the results file's folder, relative to the level's folder (for plots)
     std::optional<Shape> shape;          // shape for shape:, model:, and run: without @
     nlohmann::json steps = nlohmann::json::array();  // level.json "steps" (for predict:)

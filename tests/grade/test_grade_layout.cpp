@@ -5,6 +5,8 @@
 // under cuda-emu. The controls are in tests/grade/submissions/.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "grade_run.hpp"
 
 namespace {
@@ -119,6 +121,18 @@ TEST(LayoutGradeCudaEmu, AFloodOfQueuedRequestsIsRefused) {
     const GradeRun r = grade03_emu("attack_emu_set_flood.cu");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.doc["score"].get<double>(), 60) << failures(r.doc);
+}
+
+TEST(LayoutGradeCudaEmu, QueuedWorkStopsAtTheTimeLimit) {
+    // Red-team batch 12: 4800 queued 768 MiB memsets behind one launch ran
+    // in the grader's own thread until all were done, however long: 195 s
+    // under a 10 s limit. Now the time limit's watchdog stops the queue.
+    const auto t0 = std::chrono::steady_clock::now();
+    const GradeRun r = grade03(control("attack_emu_set_burn.cu") + " --backend cuda-emu --seed 6 --time-limit 5");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_LT(s, 60) << "the grade took " << s << " s under a 5 s time limit";
+    EXPECT_NE(failures(r.doc).find("time limit"), std::string::npos) << failures(r.doc);
 }
 
 TEST(LayoutGradeCudaEmu, EntriesPastTheLoadersEndCopyNothing) {

@@ -5,7 +5,9 @@
 // and the covert channels between two sandboxed processes (under cuda-emu,
 // a kernel telling host code what it read): file locks, inotify, the page
 // cache's residency (mincore, cachestat) and eviction (fadvise), a session
-// of its own (a scheduler group of its own).
+// of its own (a scheduler group of its own); timers the kernel fires while
+// the sandbox is frozen (a storm of them on the graded CPU slowed the
+// reference it is timed against to a third: red-team batch 12).
 // A correct naive GEMM whose fifth call tries each and fails with the list
 // of what worked ("ok") and what was refused.
 #include <fcntl.h>
@@ -19,11 +21,15 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 
@@ -40,8 +46,10 @@ static void naive_gemm(const float* A, const float* B, float* C, int M, int N, i
         }
 }
 
+// "name=ok", or "name=E<errno>": short, so that the whole list fits in the
+// report's bounded message.
 static std::string verdict(const char* what, long rc) {
-    return std::string(" ") + what + "=" + (rc >= 0 ? "ok" : std::strerror(errno));
+    return std::string(" ") + what + "=" + (rc >= 0 ? "ok" : "E" + std::to_string(errno));
 }
 
 static std::string try_all() {
@@ -50,7 +58,7 @@ static std::string try_all() {
     if (child == 0) _exit(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
     int status = 0;
     waitpid(child, &status, 0);
-    s += std::string(" unshare=") + (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "refused");
+    s += std::string(" unshare=") + (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "no");
     s += verdict("mount", mount("none", "/tmp", "tmpfs", 0, nullptr));
     s += verdict("packet", socket(AF_PACKET, SOCK_RAW, 0));
     s += verdict("inet", socket(AF_INET, SOCK_STREAM, 0));
@@ -85,7 +93,15 @@ static std::string try_all() {
     unsigned long long stat[8] = {};
     s += verdict("cachestat", syscall(451, fd, &range, stat, 0));
     s += verdict("setsid", setsid());
-    return s;
+    s += verdict("timerfd", timerfd_create(CLOCK_MONOTONIC, 0));
+    timer_t timer;
+    sigevent ev{};
+    ev.sigev_notify = SIGEV_NONE;
+    s += verdict("timer_create", syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &timer));
+    itimerval every{{0, 1}, {0, 1}}, off{};
+    s += verdict("setitimer", syscall(SYS_setitimer, ITIMER_PROF, &every, nullptr));
+    syscall(SYS_setitimer, ITIMER_PROF, &off, nullptr);
+    return s + " END";
 }
 
 extern "C" void student_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
