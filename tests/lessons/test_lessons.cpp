@@ -17,6 +17,7 @@
 #include "tests/run_memwall.hpp"
 #include "commands/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
+#include "harness/runner.hpp"
 #include "reference/vectorization/gemm.hpp"
 
 namespace fs = std::filesystem;
@@ -175,6 +176,45 @@ TEST(LessonPlaceholders, ClaimsTableOfOneLever) {
     EXPECT_NE(t.find("1 differs, 1 reproduced"), std::string::npos) << t;
     EXPECT_THROW(evaluate("claims:gamma", c), Error);
     fs::remove(c.claims_file);
+}
+
+// {{gpu:OP}}: the op's CUDA rungs at the GPU kit's shape, each rung's time
+// at two GPUs' spec roofs from its own models (by hand: the larger of FLOPs
+// over the peak of its compute dtype and bytes over HBM bandwidth), and a
+// measured time only from a correct CUDA run at that very shape.
+TEST(LessonPlaceholders, GpuTableOfOneOp) {
+    Context c = toy();
+    c.gpu_shapes_file = tmp("shapes").string();
+    c.results_root = tmp("results").string();
+    std::ofstream(c.gpu_shapes_file) << "# op  GPU shape  emulated shape\nattention b=1,h=2,hk=1,s=65,d=32 b=1,h=1,hk=1,s=7,d=8\n";
+    fs::create_directories(fs::path(c.results_root) / "h100x");
+    const std::string at = "b=1,causal=0,d=32,h=2,hk=1,s=65";
+    std::ofstream(fs::path(c.results_root) / "h100x" / "fusion-cuda.json") << R"({"machine": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}, "runs": [
+        {"op": "attention", "variant": "flash2", "backend": "cuda", "correct": true, "shape_str": ")" << at << R"(", "time_s": {"best": 0.00125}},
+        {"op": "attention", "variant": "smem_tiles", "backend": "cuda", "correct": false, "shape_str": ")" << at << R"(", "time_s": {"best": 0.001}},
+        {"op": "attention", "variant": "naive", "backend": "cuda", "correct": true, "shape_str": "b=1,causal=0,d=32,h=2,hk=1,s=66", "time_s": {"best": 0.002}}]})";
+    const std::string t = std::get<std::string>(evaluate("gpu:attention", c));
+    EXPECT_NE(t.find("At `" + at + "`"), std::string::npos) << t;
+    EXPECT_NE(t.find("| flash2 | fp32 |"), std::string::npos) << t;
+    EXPECT_NE(t.find("1.25 ms on NVIDIA H100 80GB HBM3, results/h100x |"), std::string::npos) << t;
+    const auto row = [&](const std::string& v) { return t.substr(t.find("| " + v + " |"), t.find('\n', t.find("| " + v + " |")) - t.find("| " + v + " |")); };
+    EXPECT_NE(row("smem_tiles").find("not measured"), std::string::npos) << "an incorrect run is no measurement: " << t;
+    EXPECT_NE(row("naive").find("not measured"), std::string::npos) << "a run at another shape is not this one: " << t;
+    // By hand, the bf16 tensor-core rung on the H100 SXM (989.4 bf16 TFLOP/s, 3350 GB/s).
+    const mw::Shape s = mw::parse_shape(at, mw::find_op("attention")->default_shape, mw::find_op("attention")->axes,
+                                        mw::find_op("attention")->flag_axes);
+    for (const auto* v : mw::variants_of("attention", mw::Backend::cuda_emu))
+        if (v->name == "flash2_bf16") {
+            const double want = std::max(v->executed_flops(s) / 989.4e12, v->bytes(s, mw::DType::f32) / 3350e9);
+            char cell[64];
+            std::snprintf(cell, sizeof cell, "| %.3g ms (%s) |", want * 1e3,
+                          v->executed_flops(s) / 989.4e12 >= v->bytes(s, mw::DType::f32) / 3350e9 ? "compute" : "memory");
+            EXPECT_NE(row("flash2_bf16").find(std::string("| bf16 |")), std::string::npos) << t;
+            EXPECT_NE(row("flash2_bf16").find(cell), std::string::npos) << cell << " in " << t;
+        }
+    EXPECT_THROW(evaluate("gpu:no_such_op", c), Error);
+    fs::remove_all(c.results_root);
+    fs::remove(c.gpu_shapes_file);
 }
 
 // The committed verdicts cover every claim in the claims file: a claim
