@@ -440,11 +440,14 @@ TEST(GradeAttack, KernelInterfacesBeyondTheExerciseAreRefused) {
     for (const char* call : {"unshare", "mount", "packet", "inet", "vsock", "io_uring", "perf", "bpf", "keyctl",
                              "ptrace", "fcntl_lock", "fcntl_getlk", "ofd_lock", "ofd_lock_high", "fcntl_lock_high",
                              "flock", "inotify", "fadvise", "mincore", "pageout_high", "cachestat", "setsid",
-                             "timerfd", "timer_create", "setitimer"})
+                             "timerfd", "timer_create", "setitimer", "epoll"})
     {
         EXPECT_NE(line.find(std::string(" ") + call + "="), std::string::npos) << call << " not tried: " << line;
         EXPECT_EQ(line.find(std::string(" ") + call + "=ok"), std::string::npos) << call << " worked: " << line;
     }
+    const auto nofile = line.find(" nofile=");
+    ASSERT_NE(nofile, std::string::npos) << line;
+    EXPECT_LE(std::stol(line.substr(nofile + 8)), 1024) << line;
 }
 
 TEST(GradeAttack, TheSubmissionRunsOnTheCpusItIsGradedOn) {
