@@ -98,11 +98,6 @@ void zip_folder(const fs::path& folder, const fs::path& zip_path) {
         throw std::runtime_error("course autograder: zip failed (status " + std::to_string(status) + ")");
 }
 
-void copy_into(const fs::path& from, const fs::path& to) {
-    fs::create_directories(to.parent_path());
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing);
-}
-
 }  // namespace
 
 int run_autograder_zip(const AutograderOptions& o) {

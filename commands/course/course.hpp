@@ -30,6 +30,9 @@ namespace mw::course {
 constexpr std::size_t kMaxSourceBytes = std::size_t(4) << 20;
 std::string read_source(const std::filesystem::path& p, std::size_t limit = kMaxSourceBytes);
 
+// Copies a file to `to`, making its folders and replacing what is there.
+void copy_into(const std::filesystem::path& from, const std::filesystem::path& to);
+
 // A match's regions as the reports write them: a_lines, b_lines, fingerprints.
 nlohmann::json regions_json(const Match& m);
 

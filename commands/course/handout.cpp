@@ -174,12 +174,12 @@ std::string student_readme(const std::vector<grade::Exercise>& xs, bool has_note
     return r.str();
 }
 
+}  // namespace
+
 void copy_into(const fs::path& from, const fs::path& to) {
     fs::create_directories(to.parent_path());
     fs::copy_file(from, to, fs::copy_options::overwrite_existing);
 }
-
-}  // namespace
 
 int run_handout(const HandoutOptions& o) {
     if (o.out.empty()) throw UsageError("course handout: --out FOLDER is required");

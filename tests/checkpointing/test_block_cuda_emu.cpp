@@ -29,6 +29,15 @@ constexpr auto* op = &mw::test::train_step_op;
 
 class TrainStepBlockEmu : public ::testing::TestWithParam<mw::Shape> {};
 
+#if MEMWALL_EMU
+// A problem's buffer, copied into device memory taken from `mem`.
+float* upload_to(mw::model::gpu::DeviceMemory& mem, const mw::Buffer& b) {
+    float* d = mem.take<float>(b.count);
+    MW_CUDA_CHECK(cudaMemcpy(d, b.data.get(), b.size_bytes(), cudaMemcpyHostToDevice));
+    return d;
+}
+#endif
+
 TEST_P(TrainStepBlockEmu, StoreAllStackMatchesTheOracle) {
 #if !MEMWALL_EMU
     GTEST_SKIP() << "the emulator is not built";
@@ -43,11 +52,7 @@ TEST_P(TrainStepBlockEmu, StoreAllStackMatchesTheOracle) {
     gpu::DeviceMemory mem;
     gpu::Block block(c, B, T, mem);
     block.bind(nullptr);
-    auto upload = [&](const mw::Buffer& b) {
-        float* d = mem.take<float>(b.count);
-        MW_CUDA_CHECK(cudaMemcpy(d, b.data.get(), b.size_bytes(), cudaMemcpyHostToDevice));
-        return d;
-    };
+    auto upload = [&](const mw::Buffer& b) { return upload_to(mem, b); };
     const float *params = upload(p.in("params")), *dy = upload(p.in("dy"));
     float *loss = mem.take<float>(1), *dparams = mem.take<float>(L * P), *dx = mem.take<float>(X);
     std::vector<float*> x = {upload(p.in("x"))};
@@ -87,11 +92,7 @@ TEST_P(TrainStepBlockEmu, RecomputedActivationsGiveStoreAllsBits) {
     gpu::DeviceMemory mem;
     gpu::Block block(c, B, T, mem);
     block.bind(nullptr);
-    auto upload = [&](const mw::Buffer& b) {
-        float* d = mem.take<float>(b.count);
-        MW_CUDA_CHECK(cudaMemcpy(d, b.data.get(), b.size_bytes(), cudaMemcpyHostToDevice));
-        return d;
-    };
+    auto upload = [&](const mw::Buffer& b) { return upload_to(mem, b); };
     const float *params = upload(p.in("params")), *x0 = upload(p.in("x"));
     auto W = [&](int l) { return mw::model::bind_layer(c, params + l * P); };
     std::vector<float*> x = {const_cast<float*>(x0)};
