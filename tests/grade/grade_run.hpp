@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace grade_test {
@@ -98,6 +99,21 @@ inline bool mentions_any(const std::string& text, const std::string& reasons) {
     }
 }
 
+// How far a measured figure sits from the threshold its test holds it to,
+// printed on a line of its own so that a repeated run's log (ctest
+// --output-junit keeps every test's output) shows each test's headroom:
+// `headroom` is the distance to the limit as a fraction of the limit,
+// positive while the test passes. `below`: the figure must stay under the
+// limit (a naive ratio, a time); otherwise it must reach it (a reference's
+// ratio against full credit).
+inline void print_margin(const std::string& what, double value, double limit, bool below) {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    const double headroom = limit != 0 ? (below ? limit - value : value - limit) / limit : 0;
+    std::printf("MARGIN %s.%s %s value=%.4g limit=%.4g headroom=%.3f\n", info ? info->test_suite_name() : "?",
+                info ? info->name() : "?", what.c_str(), value, limit, headroom);
+    std::fflush(stdout);
+}
+
 // A negative control was graded (exit 0, a report), lost its points, got no
 // speed credit, and a failure says why.
 inline void expect_rejected(const GradeRun& r, const Control& c, const std::string& exercise) {
@@ -128,6 +144,9 @@ inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points =
     ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
     EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
     ASSERT_TRUE((*speed)["speed"].contains("full_credit_ratio")) << (*speed)["output"];
+    print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(),
+                 max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>(), true);
+    print_margin("naive_speed_points", (*speed)["score"].get<double>(), max_speed_points, true);
     EXPECT_LE((*speed)["speed"]["ratio"].get<double>(),
               max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>())
         << "the naive stub is not clearly apart from full credit: " << (*speed)["output"];
@@ -148,6 +167,10 @@ inline void expect_full_marks(const std::string& level, const std::string& submi
         ASSERT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
         const json* speed = find_test(r.doc, "speed");
         attempts += "\n  attempt " + std::to_string(attempt) + ": " + (speed ? (*speed)["output"].dump() : r.output);
+        if (speed && speed->contains("speed") && (*speed)["speed"].contains("ratio"))
+            print_margin("reference_ratio_attempt" + std::to_string(attempt),
+                         (*speed)["speed"]["ratio"].get<double>(),
+                         (*speed)["speed"]["full_credit_ratio"].get<double>(), false);
         if (r.doc["score"].get<double>() >= r.doc["max_score"].get<double>() - 1e-6) break;
     }
     EXPECT_NEAR(r.doc["score"].get<double>(), 100, 1e-6) << attempts;

@@ -205,6 +205,8 @@ TEST(GradeAttack, BackgroundThreadsAreChargedAndStopped) {
     const GradeRun r = grade_level("01", control("attack_threads.cpp") + " --seed 5 --time-limit 10");
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 0) << r.output;
+    print_margin("time_used_s", r.doc["time_used_s"].get<double>(), 10.5, true);
+    print_margin("wall_s", wall, 90, true);
     EXPECT_LE(r.doc["time_used_s"].get<double>(), 10.5);
     EXPECT_LT(wall, 90) << "the grade must end near its 10 s limit, compile and reference included";
     EXPECT_FALSE(r.doc["sandbox"]["left_behind"].get<bool>());
@@ -323,6 +325,7 @@ TEST(GradeAttack, AHalfSentRequestCannotHangTheGrader) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(points(r.doc, "correctness"), 0) << failures(r.doc);
+    print_margin("wall_s", s, 90, true);
     EXPECT_LT(s, 90) << "the grade took " << s << " s under a 20 s limit";
 }
 
@@ -557,6 +560,7 @@ TEST(GradeAttack, ManyProcessesGetOneShareOfABusyCore) {
     const auto at = f.find("SHARE ");
     ASSERT_NE(at, std::string::npos) << "the attack did not run:\n" << f;
     const double share = std::stod(f.substr(at + 6));
+    print_margin("share", share, 0.7, true);
     EXPECT_GT(share, 0.2) << "the measurement is broken: " << f;
     EXPECT_LT(share, 0.7) << "five processes took more of the busy core than one would: " << f;
 }

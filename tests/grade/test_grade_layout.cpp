@@ -131,6 +131,7 @@ TEST(LayoutGradeCudaEmu, QueuedWorkStopsAtTheTimeLimit) {
     const GradeRun r = grade03(control("attack_emu_set_burn.cu") + " --backend cuda-emu --seed 6 --time-limit 5");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 0) << r.output;
+    print_margin("wall_s", s, 60, true);
     EXPECT_LT(s, 60) << "the grade took " << s << " s under a 5 s time limit";
     EXPECT_NE(failures(r.doc).find("time limit"), std::string::npos) << failures(r.doc);
 }

@@ -49,6 +49,8 @@ TEST(PrecisionGrade, ExpandingWToFp32IsCorrectButSlow) {
     EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
     const json* speed = find_test(r.doc, "speed");
     ASSERT_NE(speed, nullptr);
+    print_margin("ratio", (*speed)["speed"]["ratio"].get<double>(), 0.5, true);
+    print_margin("speed_points", (*speed)["score"].get<double>(), 20, true);
     EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
     EXPECT_LT((*speed)["score"].get<double>(), 20) << (*speed)["output"];
 }
