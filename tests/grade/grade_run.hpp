@@ -144,11 +144,10 @@ inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points =
     ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
     EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
     ASSERT_TRUE((*speed)["speed"].contains("full_credit_ratio")) << (*speed)["output"];
-    print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(),
-                 max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>(), true);
+    const double ratio_limit = max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>();
+    print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(), ratio_limit, true);
     print_margin("naive_speed_points", (*speed)["score"].get<double>(), max_speed_points, true);
-    EXPECT_LE((*speed)["speed"]["ratio"].get<double>(),
-              max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>())
+    EXPECT_LE((*speed)["speed"]["ratio"].get<double>(), ratio_limit)
         << "the naive stub is not clearly apart from full credit: " << (*speed)["output"];
     EXPECT_LT((*speed)["score"].get<double>(), max_speed_points) << (*speed)["output"];
 }
