@@ -1220,6 +1220,9 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         // The cores both sides run on: the least busy now that the compiler is done.
         const CpuChoice cores = quietest_cpus(worker_threads);
         doc["cpus"] = cpu_list(cores.cpus);
+        doc["cpu_confinement"] = sb.enabled ? "sched_setaffinity before it starts; its seccomp filter refuses "
+                                              "sched_setaffinity, so it cannot leave them"
+                                            : "sched_setaffinity before it starts (not sandboxed: it could leave them)";
         if (cores.measured) {
             json busy = json::object();
             for (auto& [cpu, load] : cores.busy) busy[std::to_string(cpu)] = std::round(load * 100) / 100;

@@ -59,6 +59,7 @@ std::string report_text(const json& doc) {
         r += ")";
     }
     r += "\n";
+    if (doc.contains("cpu_confinement")) r += "cores: pinned with " + doc.value("cpu_confinement", "") + "\n";
     if (doc.contains("sandbox")) r += "sandbox: " + doc["sandbox"].value("description", "") + "\n";
     r += "\n";
     for (auto& t : doc["tests"]) {

@@ -462,6 +462,10 @@ TEST(GradeAttack, TheSubmissionRunsOnTheCpusItIsGradedOn) {
     const std::string cpus = r.doc.value("cpus", "");
     ASSERT_FALSE(cpus.empty() || cpus.find(',') != std::string::npos) << "one CPU, named: " << r.doc.dump(2);
     EXPECT_TRUE(CPU_ISSET(std::stoi(cpus), &own)) << "one of the grader's own: " << r.doc.dump(2);
+    // The report says how: pinned, and kept there by the sandbox's filter.
+    const std::string how = r.doc.value("cpu_confinement", "");
+    EXPECT_NE(how.find("sched_setaffinity"), std::string::npos) << r.doc.dump(2);
+    EXPECT_NE(how.find("seccomp"), std::string::npos) << r.doc.dump(2);
 }
 
 // How busy each CPU of this process's was over `seconds`, from /proc/stat

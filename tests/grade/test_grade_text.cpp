@@ -76,15 +76,17 @@ TEST(GradeSandbox, AFreezeThatDoesNotCompleteIsNotTheSubmissionsTimeout) {
     EXPECT_NE(said.find("could not be stopped"), std::string::npos) << said;
 }
 
-// The text report names the cores graded on and how busy each core was.
+// The text report names the cores graded on, how busy each core was, and how
+// the grade kept to them.
 TEST(GradeText, TheReportSaysHowBusyEachCoreWas) {
     const nlohmann::json doc = {{"level", "01"}, {"exercise", "gemm-cpu"}, {"seed", {{"kind", "practice"}, {"value", 1}}},
-                                {"threads", 1}, {"cpus", "1"},
+                                {"threads", 1}, {"cpus", "1"}, {"cpu_confinement", "sched_setaffinity (test)"},
                                 {"cpu_busy", {{"0", 0.97}, {"1", 0.02}}}, {"tests", nlohmann::json::array()},
                                 {"score", 0}, {"max_score", 100}};
     const std::string text = mw::grade::report_text(doc);
     EXPECT_NE(text.find("threads: 1 (on CPUs 1,"), std::string::npos) << text;
     EXPECT_NE(text.find("0 97%, 1 2%"), std::string::npos) << text;
+    EXPECT_NE(text.find("cores: pinned with sched_setaffinity (test)"), std::string::npos) << text;
 }
 
 TEST(GradeSeed, IsHmacSha256OfTheKeyAndTheCall) {
