@@ -32,8 +32,11 @@
 // backend; launches are asynchronous on the default stream.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "harness/registry.hpp"  // mw::Backend
@@ -54,6 +57,17 @@ struct PagedKv {
 
 // Pages per split of paged_decode: each block of the split kernel reads this
 // many pages (256 positions) of one sequence and kv head.
+// A block table [b][max_pages] dealing a pool of b x max_pages pages in a
+// seeded random order (a free list after churn): no sequence's pages are
+// in order or adjacent, so a kernel that ignored the table would read other
+// sequences' rows.
+inline std::vector<std::int32_t> shuffled_page_table(int b, int max_pages, std::uint64_t seed) {
+    std::vector<std::int32_t> t(std::size_t(b) * std::size_t(max_pages));
+    std::iota(t.begin(), t.end(), 0);
+    std::shuffle(t.begin(), t.end(), std::mt19937_64(seed));
+    return t;
+}
+
 inline constexpr int kPagesPerSplit = 16;
 inline int paged_splits(int max_pages) { return (max_pages + kPagesPerSplit - 1) / kPagesPerSplit; }
 // Floats of paged_decode's workspace: per (sequence, head, split) a max, a

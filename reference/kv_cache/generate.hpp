@@ -44,6 +44,13 @@
 //   optimized/kv_cache/attn_decode_paged.cu          rung 0  paged: the cache in 16-position pages through a block
 //                                                            table, flash-decoding split + merge; kv_append fills
 //                                                            the pages (kernels/kv_cache/paged_attention.cuh)
+//   decode_step and generate, on the GPU decoder (kernels/model/decode_cuda.cuh; host side
+//   reference/kv_cache/decode_cuda.cuh):
+//   reference/kv_cache/decode_recompute.cu           rung 0  recompute: every position fed again, a step each
+//   optimized/kv_cache/decode_cache.cu                  1  cache: a slot per sequence (the identity block table)
+//                                                        3  paged: the same pool's pages shuffled
+//   optimized/kv_cache/decode_graph.cu                  4  graph: the cached step's launches replayed from one
+//                                                            CUDA graph
 // The cache layouts and their attention step have one home each:
 // kernels/kv_cache/kv_store.hpp (contiguous, int8, paged), attend.hpp (the
 // chunk step every layout runs), block_allocator.hpp (the paged pool).

@@ -1,0 +1,361 @@
+// The model stack's decoder on the GPU: one decode step of `batch`
+// sequences (one new token each) through the trained model, every weight on
+// the device, the keys and values in a paged cache. Compiled by nvcc
+// (backend "cuda") and by the host compiler through the emulator
+// ("cuda-emu") from this one source; the KV-cache lever's CUDA rungs of
+// decode_step and generate (reference/kv_cache/decode_cuda.hpp) run it.
+//
+// A step is a fixed chain of launches that reads everything that changes
+// from one step to the next — each sequence's input token, its position and
+// its cache length — from device arrays (tokens(), positions(), lengths()),
+// never from launch arguments. That is what lets one step be captured into
+// a CUDA graph once and replayed at every position (optimized/kv_cache/
+// decode_graph.cu), and what lets generate's loop pick the next token on the
+// device (advance(): argmax, no copy to the host between steps).
+//
+// Per layer, with x the residual stream [batch][d]:
+//   rmsnorm            xn = RMSNorm(x)                     (kernels/model/elementwise.cuh)
+//   gemv_rows          q | k | v = xn [Wq | Wk | Wv]       one launch, three outputs
+//   rope (x2)          q, k turned by each row's position  (elementwise.cuh)
+//   kv_append          k, v into the cache at the position (kernels/kv_cache/paged_attention.cuh)
+//   paged_decode (x2)  o = attention of q over the cache   (split + merge, paged_attention.cuh)
+//   gemv_rows          x += o Wo                            (accumulating)
+//   rmsnorm            xn = RMSNorm(x)
+//   gemv_rows          a | b = xn [W1 | W3]
+//   swiglu             h = silu(a) * b                      (elementwise.cuh)
+//   gemv_rows          x += h W2
+// after the embedding's gather, and then the final RMSNorm and the tied head
+// (logits = xn E^T): 3 + 12 x layers launches (51 for the default 4-layer
+// model). At batch 1 each launch does
+// microseconds of work or less — the whole model is 12 MB, 3 us of an H100's
+// bandwidth — so launch overhead, not bytes, is what a step costs.
+//
+// gemv_rows: the weights are stored transposed from the model's [d_in,
+// d_out] (y = x W) into rows [d_out][d_in] (a matrix is read along its rows,
+// contiguously); one warp per output row, a block of 4 warps, lanes strided
+// over d_in (a warp reads 128 contiguous bytes per step), and 4 sequences'
+// dot products per pass over the row: at batch B the row is read B / 4 times
+// (from L1/L2 after the first). Each output is reduced by warp shuffles and
+// written by lane 0.
+//
+// The cache: per layer a pool of pages of kPageSize positions
+// [page][16][kv_heads][hd] for K and for V, and one block table [batch]
+// [max_pages] for all layers (a sequence's i-th page has the same number in
+// every layer's pool). A contiguous cache is the identity table (sequence
+// s's pages s x max_pages ..); a paged one deals the pool's pages in any
+// order. The attention kernels read through the table either way.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/cuda/device_problem.hpp"
+#include "kernels/cuda/warp.hpp"
+#include "kernels/kv_cache/paged_attention.cuh"
+#include "kernels/model/config.hpp"
+#include "kernels/model/elementwise.cuh"
+
+namespace mw::model::gpu_decode {
+namespace {
+
+constexpr int kGemvWarps = 4;       // output rows per block of gemv_rows
+constexpr int kGemvSequences = 4;   // sequences per pass over a weight row
+constexpr int kAdvanceThreads = 256;
+
+// Where gemv_rows' output rows go: rows [begin[i], begin[i + 1]) to out[i]
+// ([batch][begin[i + 1] - begin[i]]), written or (accumulate) added to.
+struct RowOutputs {
+    float* out[3] = {nullptr, nullptr, nullptr};
+    int begin[4] = {0, 0, 0, 0};
+    int parts = 1;
+    bool accumulate = false;
+};
+
+__global__ void MW_LAUNCH_BOUNDS(kGemvWarps * 32)
+    gemv_rows_kernel(const float* __restrict__ W, const float* __restrict__ x, int batch, int d_in, RowOutputs o) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int r = blockIdx.x * kGemvWarps + warp;
+    if (r >= o.begin[o.parts]) return;  // the whole warp: no shuffle is left waiting
+    int part = 0;
+    while (r >= o.begin[part + 1]) ++part;
+    const int width = o.begin[part + 1] - o.begin[part], col = r - o.begin[part];
+    const float* w = W + std::int64_t(r) * d_in;
+    for (int b0 = 0; b0 < batch; b0 += kGemvSequences) {
+        float acc[kGemvSequences] = {};
+        for (int i = lane; i < d_in; i += 32) {
+            const float wi = w[i];
+#pragma unroll
+            for (int j = 0; j < kGemvSequences; ++j)
+                if (b0 + j < batch) acc[j] += wi * x[std::int64_t(b0 + j) * d_in + i];
+        }
+#pragma unroll
+        for (int j = 0; j < kGemvSequences; ++j) {
+            const float s = mw::warp::warp_sum(acc[j]);
+            if (lane == 0 && b0 + j < batch) {
+                float* y = o.out[part] + std::int64_t(b0 + j) * width + col;
+                *y = o.accumulate ? *y + s : s;
+            }
+        }
+    }
+}
+
+// x[s] = E[token[s]]: one block per sequence.
+__global__ void embed_kernel(const float* __restrict__ E, const std::int32_t* __restrict__ token,
+                             float* __restrict__ x, int d) {
+    const std::int64_t from = std::int64_t(token[blockIdx.x]) * d, to = std::int64_t(blockIdx.x) * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) x[to + i] = E[from + i];
+}
+
+// generate's step-to-step glue, one sequence: after the step at position
+// p = pos[0], the next input is the prompt's token p + 1 while the prompt
+// lasts, else the greedy pick — the logits' argmax, the lowest index among
+// equal maxima, as std::max_element — which is also written to out[p + 1 -
+// n_prompt]. The token goes to token[0]; when next_pos is given, p + 1 goes
+// there and p + 2 to next_len (the cache length of the next step).
+__global__ void MW_LAUNCH_BOUNDS(kAdvanceThreads)
+    advance_kernel(const float* __restrict__ logits, int vocab, const std::int32_t* __restrict__ prompt, int n_prompt,
+                   std::int32_t* out, std::int32_t* token, const std::int32_t* pos, std::int32_t* next_pos_out,
+                   std::int32_t* next_len) {
+    __shared__ float best_v[kAdvanceThreads];
+    __shared__ int best_i[kAdvanceThreads];
+    const int next_pos = pos[0] + 1;
+    float v = -INFINITY;
+    int at = vocab;
+    for (int i = threadIdx.x; i < vocab; i += kAdvanceThreads)
+        if (logits[i] > v || at == vocab) v = logits[i], at = i;
+    best_v[threadIdx.x] = v, best_i[threadIdx.x] = at;
+    __syncthreads();
+    for (int half = kAdvanceThreads / 2; half > 0; half /= 2) {
+        if (int(threadIdx.x) < half) {
+            const float v2 = best_v[threadIdx.x + half];
+            const int i2 = best_i[threadIdx.x + half];
+            if (i2 < vocab && (best_i[threadIdx.x] == vocab || v2 > best_v[threadIdx.x] ||
+                               (v2 == best_v[threadIdx.x] && i2 < best_i[threadIdx.x])))
+                best_v[threadIdx.x] = v2, best_i[threadIdx.x] = i2;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        int next;
+        if (next_pos < n_prompt) {
+            next = prompt[next_pos];
+        } else {
+            next = best_i[0];
+            out[next_pos - n_prompt] = next;
+        }
+        token[0] = next;
+        if (next_pos_out) next_pos_out[0] = next_pos, next_len[0] = next_pos + 1;
+    }
+}
+
+// What a step reads that changes from step to step, device arrays of
+// `batch`: each sequence's input token, its position, and its cache length
+// after the step (position + 1).
+struct StepInputs {
+    const std::int32_t* tokens = nullptr;
+    const std::int32_t* positions = nullptr;
+    const std::int32_t* lengths = nullptr;
+};
+
+inline void gemv_rows(const float* W, const float* x, int batch, int d_in, const RowOutputs& o, cudaStream_t stream) {
+    const int rows = o.begin[o.parts];
+    mw::launch(gemv_rows_kernel, dim3(unsigned((rows + kGemvWarps - 1) / kGemvWarps)), dim3(kGemvWarps * 32), 0,
+               stream, W, x, batch, d_in, o);
+}
+
+inline RowOutputs one_output(float* y, int n_out, bool accumulate) {
+    RowOutputs o;
+    o.out[0] = y, o.begin[1] = n_out, o.parts = 1, o.accumulate = accumulate;
+    return o;
+}
+
+template <class T> std::shared_ptr<T> upload(const std::vector<T>& host) {
+    auto d = mw::cuda::device_array<T>(host.size());
+    if (!host.empty())
+        MW_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// Rows [d_out][d_in] of W_a | W_b | ... (each [d_in, d_out_i], the model's layout).
+inline std::vector<float> rows_of(int d_in, std::initializer_list<std::pair<const float*, int>> parts) {
+    int n_out = 0;
+    for (const auto& p : parts) n_out += p.second;
+    std::vector<float> rows(std::size_t(n_out) * d_in);
+    std::size_t r = 0;
+    for (const auto& [W, cols] : parts)
+        for (int j = 0; j < cols; ++j, ++r)
+            for (int i = 0; i < d_in; ++i) rows[r * d_in + i] = W[std::size_t(i) * cols + j];
+    return rows;
+}
+
+// The decoder: the model's weights and a cache for `batch` sequences of up
+// to max_pages pages, laid out by `table` ([batch][max_pages] page numbers,
+// all below `pool_pages`). Holds its device memory; steps run on `stream`.
+class Decoder {
+public:
+    Decoder(const Config& c, const float* params, int batch, int max_pages, int pool_pages,
+            const std::vector<std::int32_t>& table)
+        : c_(c), batch_(batch), max_pages_(max_pages) {
+        require_valid(c);
+        if (c.head_dim() > kv_cache::kPagedMaxHd || c.head_dim() % 2)
+            throw std::invalid_argument("the GPU decoder takes an even head_dim <= " +
+                                        std::to_string(kv_cache::kPagedMaxHd) + ", not " + std::to_string(c.head_dim()));
+        if (batch < 1 || max_pages < 1 || table.size() != std::size_t(batch) * max_pages)
+            throw std::invalid_argument("GPU decoder: a block table of batch x max_pages page numbers is needed");
+        for (std::int32_t page : table)
+            if (page < 0 || page >= pool_pages)
+                throw std::invalid_argument("GPU decoder: page " + std::to_string(page) + " outside the pool of " +
+                                            std::to_string(pool_pages));
+        const auto P = bind(c, params);
+        const int d = c.d_model;
+        embed_ = upload(std::vector<float>(P.embed, P.embed + std::size_t(c.vocab) * d));  // also the head's rows
+        final_norm_ = upload(std::vector<float>(P.final_norm, P.final_norm + d));
+        for (const auto& W : P.layer) {
+            Layer L;
+            L.attn_norm = upload(std::vector<float>(W.attn_norm, W.attn_norm + d));
+            L.mlp_norm = upload(std::vector<float>(W.mlp_norm, W.mlp_norm + d));
+            L.qkv = upload(rows_of(d, {{W.wq, c.q_dim()}, {W.wk, c.kv_dim()}, {W.wv, c.kv_dim()}}));
+            L.wo = upload(rows_of(c.q_dim(), {{W.wo, d}}));
+            L.w13 = upload(rows_of(d, {{W.w1, c.d_ff}, {W.w3, c.d_ff}}));
+            L.w2 = upload(rows_of(c.d_ff, {{W.w2, d}}));
+            layer_.push_back(std::move(L));
+        }
+        const std::size_t page_floats = std::size_t(kv_cache::kPageSize) * c.kv_dim();
+        pool_floats_ = std::size_t(pool_pages) * page_floats;
+        K_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
+        V_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
+        table_ = upload(table);
+        const std::size_t B = std::size_t(batch);
+        tokens_ = mw::cuda::device_array<std::int32_t>(B);
+        pos_ = mw::cuda::device_array<std::int32_t>(B);
+        lens_ = mw::cuda::device_array<std::int32_t>(B);
+        x_ = mw::cuda::device_array<float>(B * d);
+        xn_ = mw::cuda::device_array<float>(B * d);
+        rstd_ = mw::cuda::device_array<float>(B);
+        q_ = mw::cuda::device_array<float>(B * c.q_dim());
+        k_ = mw::cuda::device_array<float>(B * c.kv_dim());
+        v_ = mw::cuda::device_array<float>(B * c.kv_dim());
+        o_ = mw::cuda::device_array<float>(B * c.q_dim());
+        a_ = mw::cuda::device_array<float>(B * c.d_ff);
+        b_ = mw::cuda::device_array<float>(B * c.d_ff);
+        h_ = mw::cuda::device_array<float>(B * c.d_ff);
+        logits_ = mw::cuda::device_array<float>(B * c.vocab);
+        inv_freq_ = upload(rope_inv_freq(c.head_dim(), c.rope_base));
+        ws_ = mw::cuda::device_array<float>(kv_cache::paged_workspace_floats(batch, c.heads, c.head_dim(), max_pages));
+    }
+
+    const Config& config() const { return c_; }
+    int batch() const { return batch_; }
+    // Positions a sequence can hold.
+    int max_len() const { return max_pages_ * kv_cache::kPageSize; }
+    // The decoder's own step inputs (StepInputs), device arrays of `batch`:
+    // what a captured step reads, set with set_inputs or by enqueue_advance.
+    std::int32_t* tokens() const { return tokens_.get(); }
+    std::int32_t* positions() const { return pos_.get(); }
+    std::int32_t* lengths() const { return lens_.get(); }
+    StepInputs own_inputs() const { return {tokens_.get(), pos_.get(), lens_.get()}; }
+    // The last step's logits, device [batch][vocab] (unless the step wrote them elsewhere).
+    const float* logits() const { return logits_.get(); }
+
+    // Sets every sequence's input token (host [batch]) at position `pos`,
+    // asynchronously on `stream` (the host arrays must live until it ran).
+    void set_inputs(const std::int32_t* host_tokens, const std::int32_t* host_pos, const std::int32_t* host_lens,
+                    cudaStream_t stream) const {
+        const std::size_t bytes = std::size_t(batch_) * sizeof(std::int32_t);
+        MW_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), host_tokens, bytes, cudaMemcpyHostToDevice, stream));
+        MW_CUDA_CHECK(cudaMemcpyAsync(pos_.get(), host_pos, bytes, cudaMemcpyHostToDevice, stream));
+        MW_CUDA_CHECK(cudaMemcpyAsync(lens_.get(), host_lens, bytes, cudaMemcpyHostToDevice, stream));
+    }
+
+    // One decode step of every sequence, enqueued on `stream`, reading its
+    // inputs from `in`: its key and value rows written into the cache at its
+    // position, its logits into `logits_out` (device [batch][vocab]; null:
+    // logits()). Positions must be below max_len() (not checked on the device).
+    void enqueue_step(cudaStream_t stream, const StepInputs& in, float* logits_out = nullptr) const {
+        const int d = c_.d_model, hd = c_.head_dim(), B = batch_;
+        const float eps = float(c_.norm_eps);
+        mw::launch(embed_kernel, dim3(unsigned(B)), dim3(128), 0, stream, (const float*)embed_.get(), in.tokens, x_.get(),
+                   d);
+        for (int l = 0; l < c_.layers; ++l) {
+            const Layer& L = layer_[std::size_t(l)];
+            const kv_cache::PagedKv kv{K_.get() + std::size_t(l) * pool_floats_, V_.get() + std::size_t(l) * pool_floats_,
+                                       table_.get(), in.lengths, max_pages_, c_.kv_heads, hd};
+            kernels::rmsnorm_forward(x_.get(), L.attn_norm.get(), xn_.get(), rstd_.get(), B, d, eps, stream);
+            RowOutputs qkv;
+            qkv.out[0] = q_.get(), qkv.out[1] = k_.get(), qkv.out[2] = v_.get(), qkv.parts = 3;
+            qkv.begin[1] = c_.q_dim(), qkv.begin[2] = c_.q_dim() + c_.kv_dim(), qkv.begin[3] = c_.q_dim() + 2 * c_.kv_dim();
+            gemv_rows(L.qkv.get(), xn_.get(), B, d, qkv, stream);
+            kernels::rope_forward(q_.get(), q_.get(), in.positions, inv_freq_.get(), B, c_.heads, hd, stream);
+            kernels::rope_forward(k_.get(), k_.get(), in.positions, inv_freq_.get(), B, c_.kv_heads, hd, stream);
+            kv_cache::paged::kv_append(kv, in.positions, k_.get(), v_.get(), B, 1, stream);
+            kv_cache::paged::paged_decode(kv, q_.get(), o_.get(), B, c_.heads, ws_.get(), stream);
+            gemv_rows(L.wo.get(), o_.get(), B, c_.q_dim(), one_output(x_.get(), d, true), stream);
+            kernels::rmsnorm_forward(x_.get(), L.mlp_norm.get(), xn_.get(), rstd_.get(), B, d, eps, stream);
+            RowOutputs ab;
+            ab.out[0] = a_.get(), ab.out[1] = b_.get(), ab.parts = 2, ab.begin[1] = c_.d_ff, ab.begin[2] = 2 * c_.d_ff;
+            gemv_rows(L.w13.get(), xn_.get(), B, d, ab, stream);
+            kernels::swiglu_forward(a_.get(), b_.get(), h_.get(), std::int64_t(B) * c_.d_ff, stream);
+            gemv_rows(L.w2.get(), h_.get(), B, c_.d_ff, one_output(x_.get(), d, true), stream);
+        }
+        kernels::rmsnorm_forward(x_.get(), final_norm_.get(), xn_.get(), rstd_.get(), B, d, eps, stream);
+        gemv_rows(embed_.get(), xn_.get(), B, d, one_output(logits_out ? logits_out : logits_.get(), c_.vocab, false),
+                  stream);
+    }
+    // Kernel launches in one enqueue_step.
+    int launches_per_step() const { return 3 + 12 * c_.layers; }
+
+    // generate's glue after a step of sequence 0 (batch 1) that read the
+    // decoder's own inputs and wrote logits(): its next token, position and
+    // length, on the device (advance_kernel above).
+    void enqueue_advance(const std::int32_t* prompt, int n_prompt, std::int32_t* out, cudaStream_t stream) const {
+        mw::launch(advance_kernel, dim3(1), dim3(kAdvanceThreads), 0, stream, (const float*)logits_.get(), c_.vocab,
+                   prompt, n_prompt, out, tokens_.get(), (const std::int32_t*)pos_.get(), pos_.get(), lens_.get());
+    }
+    // The greedy pick after a step at position *pos that wrote logits():
+    // written to *token and to out[*pos + 1 - n_prompt] (positions and
+    // lengths left alone).
+    void enqueue_pick(const std::int32_t* pos, int n_prompt, std::int32_t* out, std::int32_t* token,
+                      cudaStream_t stream) const {
+        mw::launch(advance_kernel, dim3(1), dim3(kAdvanceThreads), 0, stream, (const float*)logits_.get(), c_.vocab,
+                   (const std::int32_t*)nullptr, n_prompt, out, token, pos, (std::int32_t*)nullptr,
+                   (std::int32_t*)nullptr);
+    }
+
+    // Device bytes the decoder holds: weights (the head shares the
+    // embedding), the cache pools, the table and the scratch.
+    double device_bytes() const {
+        const double w = double(c_.vocab) * c_.d_model + c_.d_model +
+                         double(c_.layers) * (2.0 * c_.d_model + double(c_.d_model) * (c_.q_dim() + 2 * c_.kv_dim()) +
+                                              double(c_.q_dim()) * c_.d_model + 3.0 * c_.d_model * c_.d_ff);
+        return 4.0 * (w + 2.0 * double(pool_floats_) * c_.layers) + cache_table_bytes() + scratch_bytes();
+    }
+    // Bytes of the cache's pools (every layer, K and V).
+    double cache_bytes() const { return 8.0 * double(pool_floats_) * c_.layers; }
+
+private:
+    double cache_table_bytes() const { return 4.0 * double(batch_) * max_pages_; }
+    double scratch_bytes() const {
+        const double B = batch_;
+        return 4.0 * (3 * B + B * (3.0 * c_.d_model + 2.0 * c_.q_dim() + 2.0 * c_.kv_dim() + 3.0 * c_.d_ff + c_.vocab) +
+                      double(c_.head_dim() / 2) +
+                      double(kv_cache::paged_workspace_floats(batch_, c_.heads, c_.head_dim(), max_pages_)));
+    }
+
+    struct Layer {
+        std::shared_ptr<float> attn_norm, mlp_norm, qkv, wo, w13, w2;
+    };
+    Config c_;
+    int batch_, max_pages_;
+    std::size_t pool_floats_ = 0;  // floats of one layer's K (or V) pool
+    std::shared_ptr<float> embed_, final_norm_, K_, V_, x_, xn_, rstd_, q_, k_, v_, o_, a_, b_, h_, logits_, inv_freq_,
+        ws_;
+    std::vector<Layer> layer_;
+    std::shared_ptr<std::int32_t> table_, tokens_, pos_, lens_;
+};
+
+}  // namespace
+}  // namespace mw::model::gpu_decode
