@@ -55,6 +55,22 @@ struct PagedKv {
     int max_pages = 0, kv_heads = 0, hd = 0;
 };
 
+// The same pages holding int8 codes, one fp32 scale per (position, kv head)
+// for K and for V ([n_pages][kPageSize][kv_heads]): a row of hd values is
+// stored as round(x / s) with s = max|x| / 127 (1 for an all-zero row),
+// kv_cache::quantize_row_int8's rule (kernels/kv_cache/attend.hpp), and
+// read back as s times the code. (The GPU decoder's int8 cache,
+// kernels/model/decode_cuda.cuh; the launchers are in paged_attention.cuh.)
+struct PagedKv8 {
+    std::int8_t* K = nullptr;  // [n_pages][kPageSize][kv_heads][hd]
+    std::int8_t* V = nullptr;
+    float* k_scale = nullptr;  // [n_pages][kPageSize][kv_heads]
+    float* v_scale = nullptr;
+    const std::int32_t* table = nullptr;
+    const std::int32_t* lens = nullptr;
+    int max_pages = 0, kv_heads = 0, hd = 0;
+};
+
 // Pages per split of paged_decode: each block of the split kernel reads this
 // many pages (256 positions) of one sequence and kv head.
 // A block table [b][max_pages] dealing a pool of b x max_pages pages in a

@@ -43,7 +43,11 @@
 // [max_pages] for all layers (a sequence's i-th page has the same number in
 // every layer's pool). A contiguous cache is the identity table (sequence
 // s's pages s x max_pages ..); a paged one deals the pool's pages in any
-// order. The attention kernels read through the table either way.
+// order. The attention kernels read through the table either way. With
+// Elem::i8 the pages hold int8 codes and a scale per (position, kv head)
+// (kv_cache::PagedKv8: the CPU's int8 cache rule, kernels/kv_cache/
+// attend.hpp), written by kv_append's int8 kernel and widened back inside
+// the split kernel.
 #pragma once
 
 #include <cmath>
@@ -55,6 +59,7 @@
 
 #include "harness/cuda/device_problem.hpp"
 #include "kernels/cuda/warp.hpp"
+#include "kernels/kv_cache/kv_store.hpp"  // Elem
 #include "kernels/kv_cache/paged_attention.cuh"
 #include "kernels/model/config.hpp"
 #include "kernels/model/elementwise.cuh"
@@ -194,12 +199,13 @@ inline std::vector<float> rows_of(int d_in, std::initializer_list<std::pair<cons
 
 // The decoder: the model's weights and a cache for `batch` sequences of up
 // to max_pages pages, laid out by `table` ([batch][max_pages] page numbers,
-// all below `pool_pages`). Holds its device memory; steps run on `stream`.
+// all below `pool_pages`), its values fp32 or int8 (`elem`). Holds its
+// device memory; steps run on the stream they are enqueued on.
 class Decoder {
 public:
     Decoder(const Config& c, const float* params, int batch, int max_pages, int pool_pages,
-            const std::vector<std::int32_t>& table)
-        : c_(c), batch_(batch), max_pages_(max_pages) {
+            const std::vector<std::int32_t>& table, kv_cache::Elem elem = kv_cache::Elem::f32)
+        : c_(c), batch_(batch), max_pages_(max_pages), elem_(elem) {
         require_valid(c);
         if (c.head_dim() > kv_cache::kPagedMaxHd || c.head_dim() % 2)
             throw std::invalid_argument("the GPU decoder takes an even head_dim <= " +
@@ -224,10 +230,18 @@ public:
             L.w2 = upload(rows_of(c.d_ff, {{W.w2, d}}));
             layer_.push_back(std::move(L));
         }
-        const std::size_t page_floats = std::size_t(kv_cache::kPageSize) * c.kv_dim();
-        pool_floats_ = std::size_t(pool_pages) * page_floats;
-        K_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
-        V_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
+        const std::size_t slots = std::size_t(pool_pages) * kv_cache::kPageSize;
+        pool_floats_ = slots * c.kv_dim();
+        pool_scales_ = slots * c.kv_heads;
+        if (elem == kv_cache::Elem::f32) {
+            K_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
+            V_ = mw::cuda::device_array<float>(pool_floats_ * c.layers);
+        } else {
+            K8_ = mw::cuda::device_array<std::int8_t>(pool_floats_ * c.layers);
+            V8_ = mw::cuda::device_array<std::int8_t>(pool_floats_ * c.layers);
+            KS_ = mw::cuda::device_array<float>(pool_scales_ * c.layers);
+            VS_ = mw::cuda::device_array<float>(pool_scales_ * c.layers);
+        }
         table_ = upload(table);
         const std::size_t B = std::size_t(batch);
         tokens_ = mw::cuda::device_array<std::int32_t>(B);
@@ -280,10 +294,14 @@ public:
         const float eps = float(c_.norm_eps);
         mw::launch(embed_kernel, dim3(unsigned(B)), dim3(128), 0, stream, (const float*)embed_.get(), in.tokens, x_.get(),
                    d);
+        // The new rows into layer l's cache, then attention over it.
+        auto attend = [&](const auto& kv) {
+            kv_cache::paged::kv_append(kv, in.positions, k_.get(), v_.get(), B, 1, stream);
+            kv_cache::paged::paged_decode(kv, q_.get(), o_.get(), B, c_.heads, ws_.get(), stream);
+        };
         for (int l = 0; l < c_.layers; ++l) {
             const Layer& L = layer_[std::size_t(l)];
-            const kv_cache::PagedKv kv{K_.get() + std::size_t(l) * pool_floats_, V_.get() + std::size_t(l) * pool_floats_,
-                                       table_.get(), in.lengths, max_pages_, c_.kv_heads, hd};
+            const std::size_t at = std::size_t(l) * pool_floats_, at_scale = std::size_t(l) * pool_scales_;
             kernels::rmsnorm_forward(x_.get(), L.attn_norm.get(), xn_.get(), rstd_.get(), B, d, eps, stream);
             RowOutputs qkv;
             qkv.out[0] = q_.get(), qkv.out[1] = k_.get(), qkv.out[2] = v_.get(), qkv.parts = 3;
@@ -291,8 +309,12 @@ public:
             gemv_rows(L.qkv.get(), xn_.get(), B, d, qkv, stream);
             kernels::rope_forward(q_.get(), q_.get(), in.positions, inv_freq_.get(), B, c_.heads, hd, stream);
             kernels::rope_forward(k_.get(), k_.get(), in.positions, inv_freq_.get(), B, c_.kv_heads, hd, stream);
-            kv_cache::paged::kv_append(kv, in.positions, k_.get(), v_.get(), B, 1, stream);
-            kv_cache::paged::paged_decode(kv, q_.get(), o_.get(), B, c_.heads, ws_.get(), stream);
+            if (elem_ == kv_cache::Elem::f32)
+                attend(kv_cache::PagedKv{K_.get() + at, V_.get() + at, table_.get(), in.lengths, max_pages_,
+                                         c_.kv_heads, hd});
+            else
+                attend(kv_cache::PagedKv8{K8_.get() + at, V8_.get() + at, KS_.get() + at_scale, VS_.get() + at_scale,
+                                          table_.get(), in.lengths, max_pages_, c_.kv_heads, hd});
             gemv_rows(L.wo.get(), o_.get(), B, c_.q_dim(), one_output(x_.get(), d, true), stream);
             kernels::rmsnorm_forward(x_.get(), L.mlp_norm.get(), xn_.get(), rstd_.get(), B, d, eps, stream);
             RowOutputs ab;
@@ -331,10 +353,13 @@ public:
         const double w = double(c_.vocab) * c_.d_model + c_.d_model +
                          double(c_.layers) * (2.0 * c_.d_model + double(c_.d_model) * (c_.q_dim() + 2 * c_.kv_dim()) +
                                               double(c_.q_dim()) * c_.d_model + 3.0 * c_.d_model * c_.d_ff);
-        return 4.0 * (w + 2.0 * double(pool_floats_) * c_.layers) + cache_table_bytes() + scratch_bytes();
+        return 4.0 * w + cache_bytes() + cache_table_bytes() + scratch_bytes();
     }
-    // Bytes of the cache's pools (every layer, K and V).
-    double cache_bytes() const { return 8.0 * double(pool_floats_) * c_.layers; }
+    // Bytes of the cache's pools (every layer, K and V; int8: codes and scales).
+    double cache_bytes() const {
+        return elem_ == kv_cache::Elem::f32 ? 8.0 * double(pool_floats_) * c_.layers
+                                            : 2.0 * double(c_.layers) * (double(pool_floats_) + 4.0 * double(pool_scales_));
+    }
 
 private:
     double cache_table_bytes() const { return 4.0 * double(batch_) * max_pages_; }
@@ -350,9 +375,12 @@ private:
     };
     Config c_;
     int batch_, max_pages_;
-    std::size_t pool_floats_ = 0;  // floats of one layer's K (or V) pool
-    std::shared_ptr<float> embed_, final_norm_, K_, V_, x_, xn_, rstd_, q_, k_, v_, o_, a_, b_, h_, logits_, inv_freq_,
-        ws_;
+    kv_cache::Elem elem_;
+    std::size_t pool_floats_ = 0;  // values of one layer's K (or V) pool
+    std::size_t pool_scales_ = 0;  // int8: scales of one layer's K (or V) pool
+    std::shared_ptr<float> embed_, final_norm_, K_, V_, KS_, VS_, x_, xn_, rstd_, q_, k_, v_, o_, a_, b_, h_, logits_,
+        inv_freq_, ws_;
+    std::shared_ptr<std::int8_t> K8_, V8_;
     std::vector<Layer> layer_;
     std::shared_ptr<std::int32_t> table_, tokens_, pos_, lens_;
 };

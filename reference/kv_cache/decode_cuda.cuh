@@ -2,7 +2,8 @@
 // two ops shares (the rungs: reference/kv_cache/decode_recompute.cu,
 // optimized/kv_cache/decode_cache.cu, optimized/kv_cache/decode_graph.cu;
 // the decoder and its kernels: kernels/model/decode_cuda.cuh). A rung is
-// a cache layout and a way of driving the steps:
+// a cache layout (a slot per sequence or shuffled pages; fp32 or int8
+// values) and a way of driving the steps:
 //
 //   Drive::recompute  nothing kept between calls (decode_step) or tokens
 //                     (generate): every position of the sequence so far is
@@ -60,10 +61,10 @@ inline int pages_for(int positions) { return (positions + kPageSize - 1) / kPage
 // generate's bytes on a cached drive: every weight once per step (a step per
 // position but the last), and each step's read of the cache (the step at
 // position i reads i + 1 positions).
-inline double cached_generate_bytes(const Shape& s) {
+inline double cached_generate_bytes(const Shape& s, Elem e = Elem::f32) {
     const auto& c = generate_model_for(s).config;
     const double steps = double(s["prompt"] + s["tokens"]) - 1;
-    const double per_pos = bytes_per_position({c.layers, c.kv_heads, c.head_dim()}, Elem::f32);
+    const double per_pos = bytes_per_position({c.layers, c.kv_heads, c.head_dim()}, e);
     return 4.0 * double(generate_model_for(s).params.size()) * steps + per_pos * steps * (steps + 1) / 2;
 }
 
@@ -140,12 +141,12 @@ inline PositionInputs position_inputs(const std::int32_t* tok, int seqs, int T) 
 // prepare() (untimed, a step per position), and each call decodes position
 // ctx again (the rewrite is idempotent). Recompute: each call runs all ctx
 // + 1 positions from an empty cache.
-inline Instance prepare_decode_step(Problem& p, Layout layout, Drive drive) {
+inline Instance prepare_decode_step(Problem& p, Layout layout, Drive drive, Elem elem = Elem::f32) {
     const int B = int(p.shape["batch"]), ctx = int(p.shape["ctx"]), T = ctx + 1;
     const auto& dm = decode_model(int(p.shape["kv_heads"]), T);
     const int max_pages = pages_for(T);
     auto dec = std::make_shared<Decoder>(dm.config, dm.params.data(), B, max_pages, B * max_pages,
-                                         block_table(layout, B, max_pages, p.seed));
+                                         block_table(layout, B, max_pages, p.seed), elem);
     const auto in = std::make_shared<PositionInputs>(position_inputs(p.in("tokens").as<std::int32_t>(), B, T));
     if (drive != Drive::recompute) {
         for (int i = 0; i < ctx; ++i) dec->enqueue_step(nullptr, in->at(i));
@@ -193,12 +194,12 @@ inline Instance prepare_decode_step(Problem& p, Layout layout, Drive drive) {
 // Counters: time to first token and inter-token latencies from CUDA events
 // recorded between steps (no sync between them), the launches per step,
 // the host's enqueue time per step and the cache's bytes.
-inline Instance prepare_generate(Problem& p, Layout layout, Drive drive) {
+inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem elem = Elem::f32) {
     const auto& dm = generate_model_for(p.shape);
     const int n_prompt = int(p.shape["prompt"]), n_new = int(p.shape["tokens"]), T = n_prompt + n_new;
     const int max_pages = pages_for(T);
     auto dec = std::make_shared<Decoder>(dm.config, dm.params.data(), 1, max_pages, max_pages,
-                                         block_table(layout, 1, max_pages, p.seed));
+                                         block_table(layout, 1, max_pages, p.seed), elem);
     // Recompute's inputs: the sequence so far (the prompt, then each token
     // as it is picked) and positions / lengths 0.. / 1.. (PositionInputs).
     std::vector<std::int32_t> seq(std::size_t(T), 0);
