@@ -123,6 +123,10 @@ void run_launch(const LaunchSpec& spec);
 // replay to the next must live in device memory, as on a GPU).
 bool capturing(const void* stream);
 void capture_node(const void* stream, std::function<void()> node);
+// Work on the legacy default stream (nullptr) while any capture is open
+// would join the capture on a GPU and invalidate it: every open capture is
+// invalidated and LaunchError thrown.
+void refuse_legacy_during_capture(const void* stream, const char* what);
 // Remote: the host's cudaMemcpyToSymbol into a __constant__ or __device__
 // variable (a host global here), so that every launch takes its bytes along.
 void note_symbol_write(const void* at, std::size_t bytes);
@@ -159,6 +163,7 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_by
         std::apply(reinterpret_cast<void (*)(KArgs...)>(const_cast<void*>(k)), *static_cast<const Params*>(data));
     };
     constexpr bool copyable = (std::is_trivially_copyable_v<std::decay_t<KArgs>> && ...);
+    detail::refuse_legacy_during_capture(stream, "a kernel launch");
     if (detail::capturing(stream)) {
         auto owned = std::make_shared<const Params>(std::forward<Args>(args)...);
         detail::capture_node(stream, [kernel, thunk, owned, grid, block, smem_bytes] {
@@ -411,6 +416,7 @@ enum cudaError_t : int {
     cudaErrorStreamCaptureUnsupported = 900,
     cudaErrorStreamCaptureInvalidated = 901,
     cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureImplicit = 906,
 };
 using cudaError = cudaError_t;
 enum cudaMemcpyKind : int {
@@ -480,10 +486,14 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 // Stream capture into a graph, and its replay: work enqueued on a capturing
 // stream (launches, cudaMemcpyAsync, cudaMemsetAsync) is recorded, not run;
 // cudaGraphLaunch runs the recorded nodes in order. As on a GPU, the legacy
-// default stream (nullptr) cannot capture, and a synchronizing call while a
-// capture is open (cudaMemcpy, cudaMemset, cudaDeviceSynchronize, or
-// cudaStreamSynchronize / cudaEventRecord on the capturing stream)
-// invalidates it: cudaStreamEndCapture then fails.
+// default stream (nullptr) cannot capture; work on it while a capture is
+// open (a launch: LaunchError; cudaMemcpyAsync, cudaMemsetAsync,
+// cudaStreamSynchronize: cudaErrorStreamCaptureImplicit) and a
+// synchronizing call (cudaMemcpy, cudaMemset, cudaDeviceSynchronize,
+// cudaStreamSynchronize on the capturing stream) invalidate it:
+// cudaStreamEndCapture then fails. Stricter than a GPU: cudaEventRecord on
+// a capturing stream (an event node) is not modelled and refused, and a
+// refusal invalidates every open capture, whatever its mode or thread.
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status);

@@ -165,7 +165,11 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
     if (refuse_during_capture()) return record(cudaErrorStreamCaptureUnsupported);
     return copy_now(dst, src, bytes, kind);
 }
+// Legacy-stream work while a capture is open: the capture is invalidated.
+static bool legacy_during_capture(const void* s) { return !s && refuse_during_capture(); }
+
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+    if (legacy_during_capture(s)) return record(cudaErrorStreamCaptureImplicit);
     if (mw::emu::detail::capturing(s)) {
         if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return record(cudaErrorInvalidMemcpyDirection);
         mw::emu::detail::capture_node(s, [=] { node_check(copy_now(dst, src, bytes, kind), "cudaMemcpyAsync"); });
@@ -178,6 +182,7 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
     return set_now(dst, value, bytes);
 }
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t s) {
+    if (legacy_during_capture(s)) return record(cudaErrorStreamCaptureImplicit);
     if (mw::emu::detail::capturing(s)) {
         mw::emu::detail::capture_node(s, [=] { node_check(set_now(dst, value, bytes), "cudaMemsetAsync"); });
         return cudaSuccess;
@@ -192,8 +197,15 @@ cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : recor
 
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return create_handle(s); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { return destroy_handle(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    {  // a capture still open on it ends with it (a later stream may get its address)
+        std::lock_guard<std::mutex> lock(capture_mu);
+        captures.erase(s);
+    }
+    return destroy_handle(s);
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    if (legacy_during_capture(s)) return record(cudaErrorStreamCaptureImplicit);
     if (mw::emu::detail::capturing(s)) {
         std::lock_guard<std::mutex> lock(capture_mu);
         captures[s].invalidated = true;
@@ -232,7 +244,16 @@ bool mw::emu::detail::capturing(const void* stream) {
 
 void mw::emu::detail::capture_node(const void* stream, std::function<void()> node) {
     std::lock_guard<std::mutex> lock(capture_mu);
-    captures.at(stream).nodes.push_back(std::move(node));
+    const auto it = captures.find(stream);
+    if (it == captures.end()) throw mw::emu::LaunchError("work recorded on a stream whose capture has ended");
+    it->second.nodes.push_back(std::move(node));
+}
+
+void mw::emu::detail::refuse_legacy_during_capture(const void* stream, const char* what) {
+    if (legacy_during_capture(stream))
+        throw mw::emu::LaunchError(std::string(what) +
+                                   " on the legacy default stream while a stream capture is open: on a GPU it would "
+                                   "join the capture and invalidate it (enqueue it on the capturing stream)");
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {

@@ -71,8 +71,6 @@ struct PagedKv8 {
     int max_pages = 0, kv_heads = 0, hd = 0;
 };
 
-// Pages per split of paged_decode: each block of the split kernel reads this
-// many pages (256 positions) of one sequence and kv head.
 // A block table [b][max_pages] dealing a pool of b x max_pages pages in a
 // seeded random order (a free list after churn): no sequence's pages are
 // in order or adjacent, so a kernel that ignored the table would read other
@@ -84,6 +82,8 @@ inline std::vector<std::int32_t> shuffled_page_table(int b, int max_pages, std::
     return t;
 }
 
+// Pages per split of paged_decode: each block of the split kernel reads this
+// many pages (256 positions) of one sequence and kv head.
 inline constexpr int kPagesPerSplit = 16;
 inline int paged_splits(int max_pages) { return (max_pages + kPagesPerSplit - 1) / kPagesPerSplit; }
 // Floats of paged_decode's workspace: per (sequence, head, split) a max, a

@@ -73,7 +73,9 @@ struct Graph {
     cudaStream_t capture{};
     cudaGraph_t graph{};
     cudaGraphExec_t exec{};
-    Graph() { MW_CUDA_CHECK(cudaStreamCreate(&capture)); }
+    // Non-blocking: legacy-stream work from elsewhere during the capture
+    // must not join it (that would invalidate it).
+    Graph() { MW_CUDA_CHECK(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking)); }
     Graph(const Graph&) = delete;
     Graph& operator=(const Graph&) = delete;
     ~Graph() {
@@ -85,7 +87,15 @@ struct Graph {
     template <class Enqueue> void replay(cudaStream_t stream, const Enqueue& enqueue) {
         if (!exec) {
             MW_CUDA_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal));
-            enqueue(capture);
+            try {
+                enqueue(capture);
+            } catch (...) {  // close the capture, or the thread's later calls fail with it
+                cudaGraph_t partial{};
+                (void)cudaStreamEndCapture(capture, &partial);
+                if (partial) (void)cudaGraphDestroy(partial);
+                (void)cudaGetLastError();
+                throw;
+            }
             MW_CUDA_CHECK(cudaStreamEndCapture(capture, &graph));
             MW_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
         }
@@ -181,7 +191,8 @@ inline Instance prepare_decode_step(Problem& p, Layout layout, Drive drive, Elem
             {"launches_per_step", drive == Drive::graph ? 1.0 : double(dec->launches_per_step())},
             {"kernels_per_step", double(dec->launches_per_step())},
             {"host_us_per_step", host->us_per_step()},
-            {"kv_cache_bytes", dec->cache_bytes()}};
+            // Recompute keeps nothing between calls (its pool is working memory).
+            {"kv_cache_bytes", drive == Drive::recompute ? 0.0 : dec->cache_bytes()}};
     };
     return inst;
 }
@@ -205,8 +216,8 @@ inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem el
     std::vector<std::int32_t> seq(std::size_t(T), 0);
     std::copy_n(p.in("prompt").as<std::int32_t>(), n_prompt, seq.begin());
     const auto in = std::make_shared<PositionInputs>(position_inputs(seq.data(), 1, T));
-    const std::int32_t start[3] = {seq[0], 0, 1};  // token, position, length of the first step
-    auto start_dev = model::gpu_decode::upload(std::vector<std::int32_t>(start, start + 3));
+    const std::int32_t start[2] = {0, 1};  // position and length of the first step
+    auto start_dev = model::gpu_decode::upload(std::vector<std::int32_t>(start, start + 2));
     auto graph = std::make_shared<Graph>();
     auto host = std::make_shared<HostTimes>();
     // Events: [0] before the first step, [1 + k] after the step that picks token k.
@@ -219,7 +230,11 @@ inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem el
             const auto t0 = std::chrono::steady_clock::now();
             MW_CUDA_CHECK(cudaEventRecord((*events)[0], d.stream));
             int steps = 0;
+            const std::size_t one = sizeof(std::int32_t);
             if (drive == Drive::recompute) {
+                // The prompt as this call's input holds it, into the sequence's first positions.
+                MW_CUDA_CHECK(cudaMemcpyAsync(in->tokens.get(), prompt, std::size_t(n_prompt) * one,
+                                              cudaMemcpyDeviceToDevice, d.stream));
                 for (int k = 0; k < n_new; ++k) {
                     const int len = n_prompt + k;  // positions 0 .. len - 1, then pick token k
                     for (int i = 0; i < len; ++i) dec->enqueue_step(d.stream, in->at(i)), ++steps;
@@ -227,10 +242,9 @@ inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem el
                     MW_CUDA_CHECK(cudaEventRecord((*events)[std::size_t(k) + 1], d.stream));
                 }
             } else {
-                const std::size_t one = sizeof(std::int32_t);
-                MW_CUDA_CHECK(cudaMemcpyAsync(dec->tokens(), start_dev.get(), one, cudaMemcpyDeviceToDevice, d.stream));
-                MW_CUDA_CHECK(cudaMemcpyAsync(dec->positions(), start_dev.get() + 1, one, cudaMemcpyDeviceToDevice, d.stream));
-                MW_CUDA_CHECK(cudaMemcpyAsync(dec->lengths(), start_dev.get() + 2, one, cudaMemcpyDeviceToDevice, d.stream));
+                MW_CUDA_CHECK(cudaMemcpyAsync(dec->tokens(), prompt, one, cudaMemcpyDeviceToDevice, d.stream));
+                MW_CUDA_CHECK(cudaMemcpyAsync(dec->positions(), start_dev.get(), one, cudaMemcpyDeviceToDevice, d.stream));
+                MW_CUDA_CHECK(cudaMemcpyAsync(dec->lengths(), start_dev.get() + 1, one, cudaMemcpyDeviceToDevice, d.stream));
                 auto step = [&](cudaStream_t s) {
                     dec->enqueue_step(s, dec->own_inputs());
                     dec->enqueue_advance(prompt, n_prompt, out, s);
@@ -257,8 +271,10 @@ inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem el
         }
         t.kv_bytes = drive == Drive::recompute ? 0 : dec->cache_bytes();
         auto c = t.counters();
-        c["launches_per_step"] = drive == Drive::graph ? 1.0 : double(dec->launches_per_step() + 1);
-        c["kernels_per_step"] = double(dec->launches_per_step() + 1);
+        // Cached drives: the step and its pick; recompute picks once per token, not per step.
+        const double kernels = double(dec->launches_per_step() + (drive == Drive::recompute ? 0 : 1));
+        c["launches_per_step"] = drive == Drive::graph ? 1.0 : kernels;
+        c["kernels_per_step"] = kernels;
         c["host_us_per_step"] = host->us_per_step();
         return c;
     };

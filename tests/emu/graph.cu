@@ -69,6 +69,23 @@ GraphReplay graph_replay(int n) {
     r.broken_graph_null = broken == nullptr;
     (void)cudaGetLastError();
 
+    // A launch on the legacy stream while a capture is open throws and
+    // invalidates the capture; a capturing stream destroyed takes its
+    // capture with it (copies work again).
+    MW_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    try {
+        mw::launch(add_kernel, grid, block, 0, nullptr, y, 1.0f, n);
+    } catch (const mw::emu::LaunchError&) {
+        r.legacy_launch_threw = true;
+    }
+    r.end_after_legacy_launch = cudaStreamEndCapture(st, &broken);
+    (void)cudaGetLastError();
+    cudaStream_t doomed{};
+    MW_CUDA_CHECK(cudaStreamCreate(&doomed));
+    MW_CUDA_CHECK(cudaStreamBeginCapture(doomed, cudaStreamCaptureModeThreadLocal));
+    MW_CUDA_CHECK(cudaStreamDestroy(doomed));
+    r.copy_after_destroyed_capture = cudaMemcpy(h.data(), y, sizeof(float), cudaMemcpyDeviceToHost);
+
     MW_CUDA_CHECK(cudaGraphExecDestroy(exec));
     MW_CUDA_CHECK(cudaGraphDestroy(graph));
     MW_CUDA_CHECK(cudaStreamDestroy(st));

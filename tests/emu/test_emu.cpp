@@ -256,6 +256,9 @@ TEST(EmuGraph, CapturedWorkRunsOnlyWhenReplayed) {
     EXPECT_EQ(r.sync_copy_in_capture, cudaErrorStreamCaptureUnsupported);
     EXPECT_EQ(r.end_after_sync_copy, cudaErrorStreamCaptureInvalidated);
     EXPECT_TRUE(r.broken_graph_null);
+    EXPECT_TRUE(r.legacy_launch_threw);
+    EXPECT_EQ(r.end_after_legacy_launch, cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(r.copy_after_destroyed_capture, cudaSuccess);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
