@@ -203,12 +203,36 @@ double sweep_bw(const std::vector<BandwidthPoint>& sweep, double ws, const char*
     return sweep.back().gbps;
 }
 
+// The run of `variant` at the context's shape on its backend, when the
+// results hold one; else null.
+const nlohmann::json* run_at_shape(const Context& ctx, const std::string& variant) {
+    if (!ctx.shape) return nullptr;
+    const std::string want = ctx.shape->str();
+    for (auto& r : ctx.runs)
+        if (r.value("variant", "") == variant && r.value("backend", "") == ctx.backend &&
+            (ctx.op.empty() || r.value("op", ctx.op) == ctx.op) && r.value("ran", true) &&
+            canonical_shape(r.value("shape_str", "")) == want)
+            return &r;
+    return nullptr;
+}
+
 Value model_ref(const std::string& body, const Context& ctx) {
     const auto dot = body.find('.');
     if (dot == std::string::npos) throw Error("model reference needs a field: model:blocked.intensity");
     std::string variant = body.substr(0, dot), field = body.substr(dot + 1);
     if (variant == "self") variant = ctx.self;
     if (!ctx.shape) throw Error("no shape to evaluate the model at");
+    // A run of the variant at this shape recorded its models as they were on
+    // its machine: a model that depends on the machine (the speculative
+    // lever's widened target is sized from the L3) must be read from the
+    // record, or a copy rendered elsewhere would not be the recorded one.
+    static const std::map<std::string, std::string> recorded_field = {
+        {"flops", "flops"}, {"bytes", "bytes"}, {"compulsory_bytes", "compulsory_bytes"},
+        {"intensity", "intensity"}, {"executed_flops", "executed_flops"}, {"units", "units_per_call"}};
+    if (const auto* run = run_at_shape(ctx, variant); run && recorded_field.count(field)) {
+        const auto* j = json_path(*run, recorded_field.at(field));
+        if (j && j->is_number()) return j->get<double>();
+    }
     const Op* op = find_op(ctx.op);
     if (!op) throw Error("unknown op '" + ctx.op + "'");
     auto b = parse_backend(ctx.backend);

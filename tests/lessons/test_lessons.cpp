@@ -117,6 +117,22 @@ TEST(LessonPlaceholders, ModelComesFromTheVariantsOwnBytes) {
     EXPECT_DOUBLE_EQ(num(evaluate("model:self.bytes", c)), mw::gemm::bytes_blocked(*c.shape, 32, 512));
 }
 
+// A recorded run of the variant at the shape holds the models as they were
+// on its machine (some depend on it: the speculative lever sizes its target
+// from the L3): those figures win over the registry's, so a copy rendered
+// anywhere quotes the record.
+TEST(LessonPlaceholders, ModelPrefersTheRecordedRunsFigures) {
+    Context c = toy();
+    c.op = "gemm";
+    c.runs[0]["op"] = "gemm";
+    c.runs[0]["bytes"] = 12345.0;
+    c.runs[0]["units_per_call"] = 7.0;
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.bytes", c)), 12345.0);
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.flops", c)), 2.0 * 64 * 64 * 64) << "not recorded: the registry's";
+    c.shape = mw::Shape{{{"m", 32}, {"n", 64}, {"k", 64}}};  // no run at this shape: the registry's
+    EXPECT_DOUBLE_EQ(num(evaluate("model:naive.bytes", c)), mw::gemm::bytes_blocked(*c.shape, 1, 1024));
+}
+
 TEST(LessonPlaceholders, PredictEvaluatesTheStepsFormula) {
     Context c = toy();
     c.steps = nlohmann::json::array({{{"variant", "naive"}, {"predict", {{"gflops", "ceiling:clock_ghz * 0.5"}}}}});
