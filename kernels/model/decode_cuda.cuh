@@ -100,8 +100,9 @@ __global__ void MW_LAUNCH_BOUNDS(kGemvWarps * 32)
         }
 #pragma unroll
         for (int j = 0; j < kGemvSequences; ++j) {
+            if (b0 + j >= batch) break;  // the same for the whole warp: no shuffle left waiting
             const float s = mw::warp::warp_sum(acc[j]);
-            if (lane == 0 && b0 + j < batch) {
+            if (lane == 0) {
                 float* y = o.out[part] + std::int64_t(b0 + j) * width + col;
                 *y = o.accumulate ? *y + s : s;
             }
@@ -141,8 +142,9 @@ __global__ void MW_LAUNCH_BOUNDS(kGemvWarps * 32)
         }
 #pragma unroll
         for (int j = 0; j < kGemvSequences; ++j) {
+            if (b0 + j >= batch) break;  // the same for the whole warp: no shuffle left waiting
             const float s = mw::warp::warp_sum(acc[j]);
-            if (lane == 0 && b0 + j < batch) {
+            if (lane == 0) {
                 float* y = o.out[part] + std::int64_t(b0 + j) * width + col;
                 *y = o.accumulate ? *y + s : s;
             }

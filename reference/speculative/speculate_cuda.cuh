@@ -196,15 +196,18 @@ inline Instance prepare(Problem& p, bool with_draft) {
     const int P = int(p.shape["prompt"]), T = int(p.shape["tokens"]), K = with_draft ? int(p.shape["k"]) : 0;
     auto spec = std::make_shared<Speculator>(m.config, m.params->data(), P, T, K, WeightFormat::int4);
     auto counts = std::make_shared<Counts>();
-    // A warm-up call, then the measured step costs the formula takes.
-    {
+    // A warm-up call, then the measured step costs the formula takes (under
+    // cuda-emu, where timings mean nothing and a step takes a second: one
+    // timing, no warm-up).
+    if (!MEMWALL_EMU) {
         auto d = mw::cuda::device_array<std::int32_t>(std::size_t(P + T));
         MW_CUDA_CHECK(cudaMemcpy(d.get(), p.in("prompt").as<std::int32_t>(), std::size_t(P) * sizeof(std::int32_t),
                                  cudaMemcpyHostToDevice));
         spec->generate(d.get(), d.get() + P, nullptr, counts.get());
     }
-    const double target_step_s = spec->time_step(false, 5, nullptr);
-    const double draft_step_s = with_draft ? spec->time_step(true, 5, nullptr) : 0;
+    const int reps = MEMWALL_EMU ? 1 : 5;
+    const double target_step_s = spec->time_step(false, reps, nullptr);
+    const double draft_step_s = with_draft ? spec->time_step(true, reps, nullptr) : 0;
     Instance inst = mw::cuda::device_instance(
         p,
         [spec, counts](mw::cuda::DeviceProblem& d) {
