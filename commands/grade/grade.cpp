@@ -640,6 +640,12 @@ std::string host_computed(const DeviceServer::Traffic& t) {
     return {};
 }
 
+// A failure of the grader's (or of the machine it runs on), not of the
+// submission: the test says so, scores nothing, and asks for another grade.
+struct GraderError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     Outcome o;
     if (s.budget_left <= 0) {
@@ -706,6 +712,9 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     const DeviceServer::Traffic traffic = s.device ? s.device->take_traffic() : DeviceServer::Traffic{};
     const std::string device_said =
         traffic.launch_errors.empty() ? "" : "\na kernel failed on the device: " + printable(traffic.launch_errors);
+    if (!r.ok && r.exit.unstoppable)
+        throw GraderError("a worker answered its call but could not be stopped after it (" +
+                          r.exit.describe(r.wall_s, s.spec.limits) + ")");
     if (!r.ok) {
         o.message = crash_message(s, r) + device_said;
         if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
@@ -859,10 +868,6 @@ Session reference_session(const Session& sub, const Op& op, const Variant& ref, 
     r.shm = make_shared_memory(sub.shm.size);
     return r;
 }
-
-struct GraderError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 // Submission output vs the reference variant's on the same inputs: both are
 // fp32 GEMMs, so each is allowed its own rounding error (scale 2); outputs

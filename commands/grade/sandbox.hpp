@@ -103,6 +103,9 @@ struct ChildSpec {
 class Cgroup {
 public:
     static std::unique_ptr<Cgroup> make(const Limits& limits);  // nullptr when not possible
+    // A handle on an existing freezer directory alone, made and removed by
+    // someone else (tests of freeze()'s failure).
+    static std::unique_ptr<Cgroup> freezer_at(const std::string& dir);
     ~Cgroup();
     void attach_self_async_signal_safe() const;  // in the child, before exec
     bool freeze();
@@ -135,6 +138,10 @@ private:
 // How a child ended.
 struct Exit {
     bool timed_out = false;
+    // It answered, but its freezer could not stop it: the grader's (or the
+    // machine's) failure, reported as such and graded again, not charged
+    // to the submission as a timeout.
+    bool unstoppable = false;
     bool cpu_exceeded = false;
     bool memory_exceeded = false;
     bool tasks_exceeded = false;

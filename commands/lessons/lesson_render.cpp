@@ -75,13 +75,19 @@ double need_number(const Value& v, const std::string& what) {
 
 // ------------------------------------------------------------------ refs
 
+bool same_op(const Context& ctx, const nlohmann::json& r) { return ctx.op.empty() || r.value("op", ctx.op) == ctx.op; }
+
+// A run of `variant` on the context's backend and op that ran (any shape).
+bool run_of(const Context& ctx, const nlohmann::json& r, const std::string& variant) {
+    return r.value("variant", "") == variant && r.value("backend", "") == ctx.backend && same_op(ctx, r) &&
+           r.value("ran", true);
+}
+
 const nlohmann::json& find_run(const Context& ctx, const std::string& variant, const std::string& shape) {
     const std::string want = shape.empty() ? (ctx.shape ? ctx.shape->str() : "") : canonical_shape(shape);
     std::vector<std::string> seen;
-    auto same_op = [&](const nlohmann::json& r) { return ctx.op.empty() || r.value("op", ctx.op) == ctx.op; };
     for (auto& r : ctx.runs) {
-        if (r.value("variant", "") != variant || r.value("backend", "") != ctx.backend || !same_op(r)) continue;
-        if (!r.value("ran", true)) continue;
+        if (!run_of(ctx, r, variant)) continue;
         const std::string s = canonical_shape(r.value("shape_str", ""));
         if (want.empty() || s == want) return r;
         seen.push_back(s);
@@ -90,7 +96,7 @@ const nlohmann::json& find_run(const Context& ctx, const std::string& variant, c
         throw Error("no run of '" + variant + "' at " + want + " (recorded shapes: " + join(seen) + ")");
     std::vector<std::string> names;
     for (auto& r : ctx.runs)
-        if (r.value("backend", "") == ctx.backend && same_op(r)) names.push_back(r.value("variant", "?"));
+        if (r.value("backend", "") == ctx.backend && same_op(ctx, r)) names.push_back(r.value("variant", "?"));
     throw Error("no " + ctx.backend + " run of variant '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) +
                 " in the results (runs: " + (names.empty() ? "none" : join(names)) + ")");
 }
@@ -209,10 +215,7 @@ const nlohmann::json* run_at_shape(const Context& ctx, const std::string& varian
     if (!ctx.shape) return nullptr;
     const std::string want = ctx.shape->str();
     for (auto& r : ctx.runs)
-        if (r.value("variant", "") == variant && r.value("backend", "") == ctx.backend &&
-            (ctx.op.empty() || r.value("op", ctx.op) == ctx.op) && r.value("ran", true) &&
-            canonical_shape(r.value("shape_str", "")) == want)
-            return &r;
+        if (run_of(ctx, r, variant) && canonical_shape(r.value("shape_str", "")) == want) return &r;
     return nullptr;
 }
 

@@ -144,18 +144,17 @@ inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points =
     ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
     EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
     ASSERT_TRUE((*speed)["speed"].contains("full_credit_ratio")) << (*speed)["output"];
-    print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(),
-                 max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>(), true);
+    const double ratio_limit = max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>();
+    print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(), ratio_limit, true);
     print_margin("naive_speed_points", (*speed)["score"].get<double>(), max_speed_points, true);
-    EXPECT_LE((*speed)["speed"]["ratio"].get<double>(),
-              max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>())
+    EXPECT_LE((*speed)["speed"]["ratio"].get<double>(), ratio_limit)
         << "the naive stub is not clearly apart from full credit: " << (*speed)["output"];
     EXPECT_LT((*speed)["score"].get<double>(), max_speed_points) << (*speed)["output"];
 }
 
 // A reference solution (the project's own rung compiled into a submission)
 // has a ratio of ~1 against the variant it is, and full credit starts at
-// 0.75: full marks. A busy machine can spoil one measurement: up to three
+// 0.70 (0.5-0.6 at the levels whose rung has more to win): full marks. A busy machine can spoil one measurement: up to three
 // tries, each with its own seed.
 inline void expect_full_marks(const std::string& level, const std::string& submission) {
     GradeRun r;

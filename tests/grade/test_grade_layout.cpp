@@ -69,7 +69,8 @@ TEST(LayoutGrade, NaiveStubIsCorrectButSlow) {
     // guest); a neighbouring test can push it higher, still far from full
     // credit — but not a quarter of it, as every other level's naive stub
     // is: a transpose does no arithmetic, and naive is only 3-8x slower.
-    expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 28, 0.6);
+    // At most 0.65 of full credit (0.70): 0.455, 27% above the EPYC's worst.
+    expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 28, 0.65);
 }
 
 TEST(LayoutGrade, ReferenceSolutionGetsFullMarks) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -47,6 +48,32 @@ TEST(GradeSandbox, BlasIsFoundAtAnyDepth) {
                                                r + "/lib/python3/dist-packages/numpy.libs/libscipy_openblas64_-ff651d7f.so",
                                                r + "/lib/x86_64-linux-gnu/other/libMKL_rt.so.2"}));  // any case
     fs::remove_all(root);
+}
+
+// A freeze that never completes (here a freezer whose state reads back as
+// nothing) is tried three times, and the call it ends is the grader's
+// failure, not the submission's timeout: on a busy machine a call answered in
+// 2 ms was once reported "timed out after 0.00195 s" because the freezer took
+// over 2 s, and the submission lost its points (GradeAttack.AStoppedClock...).
+TEST(GradeSandbox, AFreezeThatDoesNotCompleteIsNotTheSubmissionsTimeout) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("memwall-freezer-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::create_symlink("/dev/null", dir / "freezer.state");
+    const auto cg = mw::grade::Cgroup::freezer_at(dir.string());
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(cg->freeze());
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(waited, 5.5) << "three tries of 2 s each";
+    EXPECT_LT(waited, 30.0);
+    fs::remove_all(dir);
+
+    mw::grade::Exit e;
+    e.unstoppable = true;
+    const std::string said = e.describe(0.00195, {});
+    EXPECT_EQ(said.find("timed out"), std::string::npos) << said;
+    EXPECT_NE(said.find("could not be stopped"), std::string::npos) << said;
 }
 
 // The text report names the cores graded on and how busy each core was.
