@@ -113,8 +113,8 @@ __global__ void MW_LAUNCH_BOUNDS(kGemvWarps * 32)
 // The same over int4 weights, dequantized in registers: row r holds codes
 // q + 8 (q in -7..7), two per byte (weight 2j in byte j's low nibble, 2j + 1
 // in its high one), and an fp32 scale per group of 32 weights along the row
-// (w = s q). A lane reads one 32-bit word, 8 weights, per step (a warp 1 KiB
-// of codes: 256 weights), so 4 lanes share a group's scale; d_in must be a
+// (w = s q). A lane reads one 32-bit word, 8 weights, per step (a warp 128
+// bytes of codes: 256 weights), so 4 lanes share a group's scale; d_in must be a
 // multiple of 32 (Int4Weights checks it).
 __global__ void MW_LAUNCH_BOUNDS(kGemvWarps * 32)
     gemv_rows_int4_kernel(const std::uint32_t* __restrict__ codes, const float* __restrict__ scales,
@@ -159,12 +159,6 @@ __global__ void embed_kernel(const float* __restrict__ E, const std::int32_t* __
     for (int i = threadIdx.x; i < d; i += blockDim.x) x[to + i] = E[from + i];
 }
 
-// generate's step-to-step glue, one sequence: after the step at position
-// p = pos[0], the next input is the prompt's token p + 1 while the prompt
-// lasts, else the greedy pick — the logits' argmax, the lowest index among
-// equal maxima, as std::max_element — which is also written to out[p + 1 -
-// n_prompt]. The token goes to token[0]; when next_pos is given, p + 1 goes
-// there and p + 2 to next_len (the cache length of the next step).
 // The index of z[0 .. vocab)'s maximum, the lowest among equal maxima (as
 // std::max_element), for every thread of a block of kAdvanceThreads; the
 // scratch arrays are the caller's shared memory, free again on return.
@@ -190,6 +184,12 @@ __device__ __forceinline__ int block_argmax(const float* z, int vocab, float* be
     return best;
 }
 
+// generate's step-to-step glue, one sequence: after the step at position
+// p = pos[0], the next input is the prompt's token p + 1 while the prompt
+// lasts, else the greedy pick — the logits' argmax, the lowest index among
+// equal maxima, as std::max_element — which is also written to out[p + 1 -
+// n_prompt]. The token goes to token[0]; when next_pos is given, p + 1 goes
+// there and p + 2 to next_len (the cache length of the next step).
 __global__ void MW_LAUNCH_BOUNDS(kAdvanceThreads)
     advance_kernel(const float* __restrict__ logits, int vocab, const std::int32_t* __restrict__ prompt, int n_prompt,
                    std::int32_t* out, std::int32_t* token, const std::int32_t* pos, std::int32_t* next_pos_out,
@@ -376,23 +376,13 @@ public:
     // Positions a sequence can hold.
     int max_len() const { return max_pages_ * kv_cache::kPageSize; }
     // The decoder's own step inputs (StepInputs), device arrays of `batch`:
-    // what a captured step reads, set with set_inputs or by enqueue_advance.
+    // what a captured step reads, copied in before a call or set by enqueue_advance.
     std::int32_t* tokens() const { return tokens_.get(); }
     std::int32_t* positions() const { return pos_.get(); }
     std::int32_t* lengths() const { return lens_.get(); }
     StepInputs own_inputs() const { return {tokens_.get(), pos_.get(), lens_.get()}; }
     // The last step's logits, device [batch][vocab] (unless the step wrote them elsewhere).
     const float* logits() const { return logits_.get(); }
-
-    // Sets every sequence's input token (host [batch]) at position `pos`,
-    // asynchronously on `stream` (the host arrays must live until it ran).
-    void set_inputs(const std::int32_t* host_tokens, const std::int32_t* host_pos, const std::int32_t* host_lens,
-                    cudaStream_t stream) const {
-        const std::size_t bytes = std::size_t(batch_) * sizeof(std::int32_t);
-        MW_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), host_tokens, bytes, cudaMemcpyHostToDevice, stream));
-        MW_CUDA_CHECK(cudaMemcpyAsync(pos_.get(), host_pos, bytes, cudaMemcpyHostToDevice, stream));
-        MW_CUDA_CHECK(cudaMemcpyAsync(lens_.get(), host_lens, bytes, cudaMemcpyHostToDevice, stream));
-    }
 
     // One decode step of rows 0 .. rows - 1 (all `batch` by default),
     // enqueued on `stream`, reading its inputs from `in`: each row's key and

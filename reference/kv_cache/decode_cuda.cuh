@@ -97,7 +97,12 @@ struct Graph {
                 throw;
             }
             MW_CUDA_CHECK(cudaStreamEndCapture(capture, &graph));
-            MW_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+            if (const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
+                (void)cudaGraphDestroy(graph);  // the next call captures afresh
+                graph = nullptr;
+                exec = nullptr;
+                MW_CUDA_CHECK(e);
+            }
         }
         MW_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     }
@@ -227,6 +232,9 @@ inline Instance prepare_generate(Problem& p, Layout layout, Drive drive, Elem el
         [=](mw::cuda::DeviceProblem& d) {
             const std::int32_t* prompt = d.in<const std::int32_t>("prompt");
             std::int32_t* out = d.out<std::int32_t>("tokens");
+            // Every call writes every token afresh; poisoned first (-1), so
+            // that a call which wrote none (a replay that did nothing) shows.
+            MW_CUDA_CHECK(cudaMemsetAsync(out, 0xFF, std::size_t(n_new) * sizeof(std::int32_t), d.stream));
             const auto t0 = std::chrono::steady_clock::now();
             MW_CUDA_CHECK(cudaEventRecord((*events)[0], d.stream));
             int steps = 0;

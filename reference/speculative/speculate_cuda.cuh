@@ -197,8 +197,9 @@ inline Instance prepare(Problem& p, bool with_draft) {
     auto spec = std::make_shared<Speculator>(m.config, m.params->data(), P, T, K, WeightFormat::int4);
     auto counts = std::make_shared<Counts>();
     // A warm-up call, then the measured step costs the formula takes (under
-    // cuda-emu, where timings mean nothing and a step takes a second: one
-    // timing, no warm-up).
+    // cuda-emu, where timings mean nothing and a step is slow: one timing,
+    // no warm-up, over whatever the unwritten cache holds — a cost, not a
+    // result, so its values do not matter).
     if (!MEMWALL_EMU) {
         auto d = mw::cuda::device_array<std::int32_t>(std::size_t(P + T));
         MW_CUDA_CHECK(cudaMemcpy(d.get(), p.in("prompt").as<std::int32_t>(), std::size_t(P) * sizeof(std::int32_t),
