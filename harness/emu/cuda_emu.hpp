@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -114,6 +116,17 @@ struct LaunchSpec {
     std::size_t smem_bytes;
 };
 void run_launch(const LaunchSpec& spec);
+// Stream capture (CUDA graphs): while `stream` captures, launches, copies and
+// sets on it are recorded as nodes of a graph instead of running; a graph
+// launch replays them in order. A launch node owns a copy of its arguments,
+// taken at capture: a replay passes the same values (so what changes from one
+// replay to the next must live in device memory, as on a GPU).
+bool capturing(const void* stream);
+void capture_node(const void* stream, std::function<void()> node);
+// Work on the legacy default stream (nullptr) while any capture is open
+// would join the capture on a GPU and invalidate it: every open capture is
+// invalidated and LaunchError thrown.
+void refuse_legacy_during_capture(const void* stream, const char* what);
 // Remote: the host's cudaMemcpyToSymbol into a __constant__ or __device__
 // variable (a host global here), so that every launch takes its bytes along.
 void note_symbol_write(const void* at, std::size_t bytes);
@@ -138,19 +151,30 @@ template <class T> T from_bits(std::uint64_t u) {
 }  // namespace detail
 
 // Runs kernel<<<grid, block, smem_bytes, stream>>>(args...) on the CPU and
-// returns when it has finished. Throws LaunchError on a detected fault.
+// returns when it has finished (or records it, while `stream` captures a
+// graph). Throws LaunchError on a detected fault.
 template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_bytes, void* /*stream*/,
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_bytes, const void* stream,
             Args&&... args) {
     using Params = std::tuple<std::decay_t<KArgs>...>;
     // Converted to the parameter types once; every CUDA thread then gets its
     // own by-value copy, as on the GPU (a kernel may modify its parameters).
-    const Params params(std::forward<Args>(args)...);
-    auto thunk = [](const void* k, const void* data) {
+    void (*thunk)(const void*, const void*) = [](const void* k, const void* data) {
         std::apply(reinterpret_cast<void (*)(KArgs...)>(const_cast<void*>(k)), *static_cast<const Params*>(data));
     };
-    detail::run_launch({reinterpret_cast<const void*>(kernel), +thunk, &params, sizeof(Params),
-                        (std::is_trivially_copyable_v<std::decay_t<KArgs>> && ...), grid, block, smem_bytes});
+    constexpr bool copyable = (std::is_trivially_copyable_v<std::decay_t<KArgs>> && ...);
+    detail::refuse_legacy_during_capture(stream, "a kernel launch");
+    if (detail::capturing(stream)) {
+        auto owned = std::make_shared<const Params>(std::forward<Args>(args)...);
+        detail::capture_node(stream, [kernel, thunk, owned, grid, block, smem_bytes] {
+            detail::run_launch({reinterpret_cast<const void*>(kernel), thunk, owned.get(), sizeof(Params), copyable,
+                                grid, block, smem_bytes});
+        });
+        return;
+    }
+    const Params params(std::forward<Args>(args)...);
+    detail::run_launch({reinterpret_cast<const void*>(kernel), thunk, &params, sizeof(Params), copyable, grid, block,
+                        smem_bytes});
 }
 
 }  // namespace mw::emu
@@ -386,8 +410,13 @@ enum cudaError_t : int {
     cudaErrorInvalidDevicePointer = 17,
     cudaErrorInvalidMemcpyDirection = 21,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalState = 401,
     cudaErrorNotReady = 600,
     cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureImplicit = 906,
 };
 using cudaError = cudaError_t;
 enum cudaMemcpyKind : int {
@@ -403,8 +432,22 @@ enum cudaFuncAttribute : int {
 };
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+enum cudaStreamCaptureMode : int {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus : int {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2,
+};
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDefault 0x00
 
@@ -440,6 +483,24 @@ cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// Stream capture into a graph, and its replay: work enqueued on a capturing
+// stream (launches, cudaMemcpyAsync, cudaMemsetAsync) is recorded, not run;
+// cudaGraphLaunch runs the recorded nodes in order. As on a GPU, the legacy
+// default stream (nullptr) cannot capture; work on it while a capture is
+// open (a launch: LaunchError; cudaMemcpyAsync, cudaMemsetAsync,
+// cudaStreamSynchronize: cudaErrorStreamCaptureImplicit) and a
+// synchronizing call (cudaMemcpy, cudaMemset, cudaDeviceSynchronize,
+// cudaStreamSynchronize on the capturing stream) invalidate it:
+// cudaStreamEndCapture then fails. Stricter than a GPU: cudaEventRecord on
+// a capturing stream (an event node) is not modelled and refused, and a
+// refusal invalidates every open capture, whatever its mode or thread.
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 // __constant__ and __device__ variables are plain host globals.
 template <class T>
 cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t bytes, std::size_t offset = 0,

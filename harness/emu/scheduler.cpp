@@ -62,6 +62,10 @@ struct Fiber {
     State state = State::ready;
     bool abort = false;
     bool started = false;  // has frames on its stack that an abort must unwind
+    // ASan: frames below the top of its stack may have been abandoned
+    // (new pages, or its last block did not end normally): the next block
+    // unpoisons the whole stack, not only the top.
+    bool deep_dirty = true;
     std::source_location site;  // where it waits
     WarpOp op = WarpOp::sync;
     unsigned mask = 0;
@@ -99,8 +103,9 @@ struct StackArena {
         base = nullptr;
         count = 0;
     }
-    void reserve(std::size_t n, std::size_t stack_bytes) {
-        if (n <= count && stack_bytes == bytes) return;
+    // True when it mapped new stacks.
+    bool reserve(std::size_t n, std::size_t stack_bytes) {
+        if (n <= count && stack_bytes == bytes) return false;
         release();
         const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
         bytes = stack_bytes;
@@ -111,6 +116,7 @@ struct StackArena {
         count = n;
         for (std::size_t i = 0; i < n; ++i)
             if (::mprotect(base + i * stride, page, PROT_NONE) != 0) break;  // out of mappings: run unguarded
+        return true;
     }
     char* lo(std::size_t i) const { return base + i * stride + (stride - bytes); }
 };
@@ -372,20 +378,22 @@ unsigned lanes_in_warp(const Worker& w, int warp) {
 }
 
 // Checks the arriving lane's mask against its warp; returns false on a fault.
+// Every lane of every warp primitive arrives here (millions of times a
+// decode step): the message is made only for a fault.
 bool check_warp_arrival(Worker& w, Fiber& f, int warp, int lane) {
     const unsigned mask = f.mask;
-    const std::string call = std::string(op_name(f.op)) + " at " + where(f.site) + " with mask " + hex(mask);
+    const auto call = [&] { return std::string(op_name(f.op)) + " at " + where(f.site) + " with mask " + hex(mask); };
     if (!(mask >> lane & 1)) {
-        fail(w, f, call + " does not include the calling lane " + std::to_string(lane));
+        fail(w, f, call() + " does not include the calling lane " + std::to_string(lane));
         return false;
     }
     if (mask & ~lanes_in_warp(w, warp)) {
-        fail(w, f, call + " names lanes that do not exist: this warp has only " +
+        fail(w, f, call() + " names lanes that do not exist: this warp has only " +
                        std::to_string(__builtin_popcount(lanes_in_warp(w, warp))) + " threads");
         return false;
     }
     if (f.width < 1 || f.width > 32 || (f.width & (f.width - 1))) {
-        fail(w, f, call + ": width " + std::to_string(f.width) + " is not a power of two in [1, 32]");
+        fail(w, f, call() + ": width " + std::to_string(f.width) + " is not a power of two in [1, 32]");
         return false;
     }
     Fiber* lanes = &w.fibers[static_cast<std::size_t>(warp) * 32];
@@ -393,11 +401,11 @@ bool check_warp_arrival(Worker& w, Fiber& f, int warp, int lane) {
         if (!(mask >> l & 1) || l == lane) continue;
         const Fiber& g = lanes[l];
         if (g.state == State::done) {
-            fail(w, f, call + ": lane " + std::to_string(l) + " named in the mask has already exited");
+            fail(w, f, call() + ": lane " + std::to_string(l) + " named in the mask has already exited");
             return false;
         }
         if (g.state == State::at_warp && (g.mask != mask || g.op != f.op)) {
-            fail(w, f, call + " does not match lane " + std::to_string(l) + ", which " + state_name(g));
+            fail(w, f, call() + " does not match lane " + std::to_string(l) + ", which " + state_name(g));
             return false;
         }
     }
@@ -477,16 +485,27 @@ void run_block(Worker& w, unsigned long long linear) {
         f.commits = 0;
         f.stack_lo = w.stacks.lo(static_cast<std::size_t>(i));
 #if MW_EMU_ASAN
-        // Frames abandoned by the previous block's fibers leave poisoned redzones.
-        __asan_unpoison_memory_region(f.stack_lo, w.stacks.bytes);
+        // Frames abandoned by the previous block's fibers leave poisoned
+        // redzones. A fiber that ran to its end abandoned only fiber_entry's
+        // frame, at the top of its stack (every deeper frame returned and
+        // cleared its own); after a block that did not end normally, or on
+        // new pages, any depth is suspect (Fiber::deep_dirty).
+        // (The whole 256 KiB of every fiber of every block was ~1 s of
+        // shadow writes per emulated decode step.)
+        const std::size_t dirty = f.deep_dirty ? w.stacks.bytes : std::min<std::size_t>(w.stacks.bytes, 32 * 1024);
+        __asan_unpoison_memory_region(f.stack_lo + (w.stacks.bytes - dirty), dirty);
 #endif
+        f.deep_dirty = true;  // until this block ends normally
         f.ctx = fc::make_fcontext(f.stack_lo + w.stacks.bytes, w.stacks.bytes, fiber_entry);
         make_ready(w, f);
     }
     while (true) {
         while (w.ready_head < w.ready.size() && w.error.empty())
             resume(w, w.fibers[static_cast<std::size_t>(w.ready[w.ready_head++])]);
-        if (w.error.empty() && w.done == w.n) return;
+        if (w.error.empty() && w.done == w.n) {
+            for (int i = 0; i < w.n; ++i) w.fibers[static_cast<std::size_t>(i)].deep_dirty = false;
+            return;
+        }
         if (w.error.empty()) diagnose(w);
         std::string msg = w.error;
         abort_block(w);
@@ -570,7 +589,8 @@ void prepare_worker(Worker& w, const LaunchSpec& s, const KernelInfo& info) {
     w.spec = &s;
     w.info = &info;
     w.n = static_cast<int>(s.block.x * s.block.y * s.block.z);
-    w.stacks.reserve(static_cast<std::size_t>(w.n), stack_bytes());
+    if (w.stacks.reserve(static_cast<std::size_t>(w.n), stack_bytes()))
+        for (Fiber& f : w.fibers) f.deep_dirty = true;  // new pages: whatever shadow they inherit
     if (w.fibers.size() < static_cast<std::size_t>(w.n)) w.fibers.resize(static_cast<std::size_t>(w.n));
     w.warp_arrived.assign(static_cast<std::size_t>((w.n + 31) / 32), 0u);
     w.dyn_smem.reset(static_cast<std::byte*>(::operator new[](s.smem_bytes, std::align_val_t{128})));

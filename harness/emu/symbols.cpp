@@ -133,18 +133,38 @@ KernelInfo describe(const void* kernel) {
     if (!elf.syms) return info;
     std::uintptr_t value = reinterpret_cast<std::uintptr_t>(kernel) - mod.bias;
     std::string mangled;
+    std::size_t at = 0;  // the kernel's symbol
     for (std::size_t i = 0; i < elf.nsyms && mangled.empty(); ++i) {
         const auto& s = elf.syms[i];
         if (ELF64_ST_TYPE(s.st_info) == STT_FUNC && s.st_shndx != SHN_UNDEF && s.st_value == value)
-            mangled = elf.strtab + s.st_name;
+            mangled = elf.strtab + s.st_name, at = i;
     }
     if (mangled.empty()) return info;
     info.name = demangle(mangled.c_str());
     info.symbols = true;
-    // Local statics of function F are _ZZ<encoding of F>E<name>.
+    // Local statics of function F are _ZZ<encoding of F>E<name>. A kernel in
+    // an unnamed namespace (a header included by several .cu files) has the
+    // same mangled name in every object that includes it, and so do its
+    // statics: only this object's are this kernel's. The symbol table lists
+    // local symbols object by object, each object's after an STT_FILE
+    // symbol, so a local kernel's statics are the matches between the
+    // STT_FILE before it and the next one.
+    std::size_t lo = 0, hi = elf.nsyms;
+    if (ELF64_ST_BIND(elf.syms[at].st_info) == STB_LOCAL) {
+        for (std::size_t i = at + 1; i-- > 0;)
+            if (ELF64_ST_TYPE(elf.syms[i].st_info) == STT_FILE) {
+                lo = i;
+                break;
+            }
+        for (std::size_t i = at + 1; i < elf.nsyms; ++i)
+            if (ELF64_ST_TYPE(elf.syms[i].st_info) == STT_FILE || ELF64_ST_BIND(elf.syms[i].st_info) != STB_LOCAL) {
+                hi = i;
+                break;
+            }
+    }
     std::string encoding = mangled.rfind("_Z", 0) == 0 ? mangled.substr(2) : std::to_string(mangled.size()) + mangled;
     std::string prefix = "_ZZ" + encoding + "E";
-    for (std::size_t i = 0; i < elf.nsyms; ++i) {
+    for (std::size_t i = lo; i < hi; ++i) {
         const auto& s = elf.syms[i];
         if (ELF64_ST_TYPE(s.st_info) != STT_TLS || s.st_shndx == SHN_UNDEF || s.st_size == 0) continue;
         std::string_view name = elf.strtab + s.st_name;

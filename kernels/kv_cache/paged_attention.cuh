@@ -8,7 +8,8 @@
 //
 // kv_append: one block per (new row, sequence), threads over the row's
 // kv_heads x hd floats: the page is looked up once per row, and the row is
-// one contiguous run inside its page.
+// one contiguous run inside its page. The int8 pages (PagedKv8): a warp per
+// kv head, which needs its row's max|x| before it can write a code.
 //
 // paged_decode, flash-decoding's two kernels:
 //   split  grid (splits, kv_heads x head chunks, b): a block reads
@@ -52,9 +53,45 @@ __global__ void kv_append_kernel(PagedKv kv, const int* start, const float* k_ne
     }
 }
 
-// Partials: m, l [b][heads][splits], o [b][heads][splits][hd].
+// The int8 pages' append: a warp per kv head (warps take heads in turn), its
+// row's max|x| by a warp reduction, then each lane's codes and lane 0's scale.
+__device__ __forceinline__ void quantize_head_row(const float* x, int hd, std::int8_t* q, float* scale, int lane) {
+    float amax = 0.0f;
+    for (int e = lane; e < hd; e += 32) amax = fmaxf(amax, fabsf(x[e]));
+    amax = mw::warp::warp_max(amax);
+    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    for (int e = lane; e < hd; e += 32) q[e] = std::int8_t(__float2int_rn(fminf(fmaxf(x[e] / s, -127.0f), 127.0f)));
+    if (lane == 0) *scale = s;
+}
+
+__global__ void kv_append8_kernel(PagedKv8 kv, const int* start, const float* k_new, const float* v_new, int count) {
+    const int s = blockIdx.y, t = blockIdx.x, pos = start[s] + t, row = kv.kv_heads * kv.hd;
+    const long slot = long(kv.table[long(s) * kv.max_pages + pos / kPageSize]) * kPageSize + pos % kPageSize;
+    const long src = (long(s) * count + t) * row;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (int g = warp; g < kv.kv_heads; g += warps) {
+        const long head_row = slot * kv.kv_heads + g;
+        quantize_head_row(k_new + src + long(g) * kv.hd, kv.hd, kv.K + head_row * kv.hd, kv.k_scale + head_row, lane);
+        quantize_head_row(v_new + src + long(g) * kv.hd, kv.hd, kv.V + head_row * kv.hd, kv.v_scale + head_row, lane);
+    }
+}
+
+// Element e of a head's row (head_row = (page slot) x kv_heads + kv head)
+// of each layout, as fp32.
+__device__ __forceinline__ float key_at(const PagedKv& kv, long, long i) { return kv.K[i]; }
+__device__ __forceinline__ float value_at(const PagedKv& kv, long, long i) { return kv.V[i]; }
+__device__ __forceinline__ float key_at(const PagedKv8& kv, long head_row, long i) {
+    return kv.k_scale[head_row] * float(kv.K[i]);
+}
+__device__ __forceinline__ float value_at(const PagedKv8& kv, long head_row, long i) {
+    return kv.v_scale[head_row] * float(kv.V[i]);
+}
+
+// Partials: m, l [b][heads][splits], o [b][heads][splits][hd]. KV: PagedKv
+// or PagedKv8 (key_at, value_at).
+template <class KV>
 __global__ void MW_LAUNCH_BOUNDS(kWarps * 32)
-    paged_split_kernel(PagedKv kv, const float* q, int heads, int splits, float* part_m, float* part_l, float* part_o) {
+    paged_split_kernel(KV kv, const float* q, int heads, int splits, float* part_m, float* part_l, float* part_o) {
     __shared__ float sm[kWarps][kHeadsPerBlock], sl[kWarps][kHeadsPerBlock];
     __shared__ float so[kWarps][kHeadsPerBlock][kPagedMaxHd];
     const int c = blockIdx.x, s = blockIdx.z, hd = kv.hd;
@@ -78,13 +115,13 @@ __global__ void MW_LAUNCH_BOUNDS(kWarps * 32)
     const int first = c * kPagesPerSplit * kPageSize, end = min(kv.lens[s], first + kPagesPerSplit * kPageSize);
     for (int p = first + warp; p < end; p += kWarps) {
         const long page = kv.table[long(s) * kv.max_pages + p / kPageSize];
-        const long row = ((page * kPageSize + p % kPageSize) * kv.kv_heads + g) * hd;
+        const long head_row = (page * kPageSize + p % kPageSize) * kv.kv_heads + g, row = head_row * hd;
         float kx[kPerLane], vx[kPerLane];
 #pragma unroll
         for (int k = 0; k < kPerLane; ++k) {
             const int e = lane + 32 * k;
-            kx[k] = e < hd ? kv.K[row + e] : 0.0f;
-            vx[k] = e < hd ? kv.V[row + e] : 0.0f;
+            kx[k] = e < hd ? key_at(kv, head_row, row + e) : 0.0f;
+            vx[k] = e < hd ? value_at(kv, head_row, row + e) : 0.0f;
         }
 #pragma unroll
         for (int i = 0; i < kHeadsPerBlock; ++i) {
@@ -149,7 +186,16 @@ inline void kv_append(const PagedKv& kv, const int* start, const float* k_new, c
                count);
 }
 
-inline void paged_decode(const PagedKv& kv, const float* q, float* o, int b, int heads, float* workspace,
+inline void kv_append(const PagedKv8& kv, const int* start, const float* k_new, const float* v_new, int b, int count,
+                      cudaStream_t stream = nullptr) {
+    if (b <= 0 || count <= 0) return;
+    mw::launch(kv_append8_kernel, dim3(unsigned(count), unsigned(b)), dim3(128), 0, stream, kv, start, k_new, v_new,
+               count);
+}
+
+// Either layout (PagedKv, PagedKv8): the split and merge kernels.
+template <class KV>
+inline void paged_decode(const KV& kv, const float* q, float* o, int b, int heads, float* workspace,
                          cudaStream_t stream = nullptr) {
     if (kv.hd < 1 || kv.hd > kPagedMaxHd)
         throw std::invalid_argument("paged_decode: hd = " + std::to_string(kv.hd) + " outside 1.." +
@@ -163,7 +209,7 @@ inline void paged_decode(const PagedKv& kv, const float* q, float* o, int b, int
     float* part_m = workspace;
     float* part_l = part_m + long(b) * heads * splits;
     float* part_o = part_l + long(b) * heads * splits;
-    mw::launch(paged_split_kernel, dim3(unsigned(splits), unsigned(kv.kv_heads * chunks), unsigned(b)),
+    mw::launch(paged_split_kernel<KV>, dim3(unsigned(splits), unsigned(kv.kv_heads * chunks), unsigned(b)),
                dim3(kWarps * 32), 0, stream, kv, q, heads, splits, part_m, part_l, part_o);
     mw::launch(paged_merge_kernel, dim3(unsigned(b * heads)), dim3(128), 0, stream, (const float*)part_m,
                (const float*)part_l, (const float*)part_o, splits, kv.hd, o);

@@ -32,8 +32,11 @@
 // backend; launches are asynchronous on the default stream.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "harness/registry.hpp"  // mw::Backend
@@ -51,6 +54,33 @@ struct PagedKv {
     const std::int32_t* lens = nullptr;   // [b]
     int max_pages = 0, kv_heads = 0, hd = 0;
 };
+
+// The same pages holding int8 codes, one fp32 scale per (position, kv head)
+// for K and for V ([n_pages][kPageSize][kv_heads]): a row of hd values is
+// stored as round(x / s) with s = max|x| / 127 (1 for an all-zero row),
+// kv_cache::quantize_row_int8's rule (kernels/kv_cache/attend.hpp), and
+// read back as s times the code. (The GPU decoder's int8 cache,
+// kernels/model/decode_cuda.cuh; the launchers are in paged_attention.cuh.)
+struct PagedKv8 {
+    std::int8_t* K = nullptr;  // [n_pages][kPageSize][kv_heads][hd]
+    std::int8_t* V = nullptr;
+    float* k_scale = nullptr;  // [n_pages][kPageSize][kv_heads]
+    float* v_scale = nullptr;
+    const std::int32_t* table = nullptr;
+    const std::int32_t* lens = nullptr;
+    int max_pages = 0, kv_heads = 0, hd = 0;
+};
+
+// A block table [b][max_pages] dealing a pool of b x max_pages pages in a
+// seeded random order (a free list after churn): no sequence's pages are
+// in order or adjacent, so a kernel that ignored the table would read other
+// sequences' rows.
+inline std::vector<std::int32_t> shuffled_page_table(int b, int max_pages, std::uint64_t seed) {
+    std::vector<std::int32_t> t(std::size_t(b) * std::size_t(max_pages));
+    std::iota(t.begin(), t.end(), 0);
+    std::shuffle(t.begin(), t.end(), std::mt19937_64(seed));
+    return t;
+}
 
 // Pages per split of paged_decode: each block of the split kernel reads this
 // many pages (256 positions) of one sequence and kv head.

@@ -21,8 +21,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <numeric>
-#include <random>
 #include <vector>
 
 #include "harness/cuda/device_problem.hpp"
@@ -38,15 +36,6 @@ template <class T> std::shared_ptr<T> upload(const std::vector<T>& host) {
     auto d = device_array<T>(host.size());
     MW_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
     return d;
-}
-
-// Sequence s's i-th page is pages[s max_pages + i] of a seeded permutation
-// of the pool: no sequence's pages are in order or adjacent.
-std::vector<std::int32_t> shuffled_table(int b, int max_pages, std::uint64_t seed) {
-    std::vector<std::int32_t> t(std::size_t(b) * max_pages);
-    std::iota(t.begin(), t.end(), 0);
-    std::shuffle(t.begin(), t.end(), std::mt19937_64(seed));
-    return t;
 }
 
 // Every sequence's ctx rows, appended `chunk` positions per launch.
@@ -78,7 +67,7 @@ Instance prepare_paged(Problem& p) {
     const int max_pages = (ctx + kPageSize - 1) / kPageSize;
     const std::size_t pool = std::size_t(b) * max_pages * kPageSize * g * hd;
     auto K = device_array<float>(pool), V = device_array<float>(pool);
-    auto table = upload(shuffled_table(b, max_pages, p.seed));
+    auto table = upload(shuffled_page_table(b, max_pages, p.seed));
     auto lens = upload(std::vector<std::int32_t>(std::size_t(b), ctx));
     const std::size_t ws_floats = paged_workspace_floats(b, h, hd, max_pages);
     auto ws = device_array<float>(ws_floats);

@@ -44,6 +44,14 @@
 //   optimized/kv_cache/attn_decode_paged.cu          rung 0  paged: the cache in 16-position pages through a block
 //                                                            table, flash-decoding split + merge; kv_append fills
 //                                                            the pages (kernels/kv_cache/paged_attention.cuh)
+//   decode_step and generate, on the GPU decoder (kernels/model/decode_cuda.cuh; host side
+//   reference/kv_cache/decode_cuda.cuh):
+//   reference/kv_cache/decode_recompute.cu           rung 0  recompute: every position fed again, a step each
+//   optimized/kv_cache/decode_cache.cu                  1  cache: a slot per sequence (the identity block table)
+//   optimized/kv_cache/decode_cache_int8.cu             2  cache_int8: the slot's values int8, a scale per row
+//   optimized/kv_cache/decode_cache.cu                  3  paged: the same pool's pages shuffled
+//   optimized/kv_cache/decode_graph.cu                  4  graph: the cached step's launches replayed from one
+//                                                            CUDA graph
 // The cache layouts and their attention step have one home each:
 // kernels/kv_cache/kv_store.hpp (contiguous, int8, paged), attend.hpp (the
 // chunk step every layout runs), block_allocator.hpp (the paged pool).
@@ -122,6 +130,16 @@ const DecodeModel& generate_model_for(const Shape& s);
 std::vector<std::vector<double>> generate_int8_oracle(const Problem& p);
 // decode_step's oracle with the cache rows rounded by round_kv_int8.
 std::vector<std::vector<double>> decode_step_int8_oracle(const Problem& p);
+// The int8 rungs' tolerance_scale (CPU: optimized/kv_cache/cache_int8.cpp;
+// GPU: decode_cache_int8.cu). The contract oracle rounds each cached row
+// from the fp64 model's keys and values, a rung from its fp32 ones: where a
+// value sits within fp32 rounding of a code boundary the two round it one
+// code apart (1/254 of the row's range), which moves a logit by more than
+// fp32 arithmetic does. Seen on the test shapes: up to 2.4x the fp32
+// tolerance; 8x allows a few such flips in one step and is still ~30x below
+// the cache's rounding error against the exact model (error_vs_exact in the
+// results).
+inline constexpr double kInt8CodeFlipSlack = 8.0;
 
 // attn_decode: bytes of the K and V cache, read once (8 b ctx kv_heads hd).
 double attn_decode_cache_bytes(const Shape& s);

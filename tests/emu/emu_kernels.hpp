@@ -34,6 +34,21 @@ std::vector<std::int64_t> index_3d(unsigned gx, unsigned gy, unsigned gz, unsign
 // Warp primitives: per thread {ballot, shfl width 8 idx, shfl_up 3, shfl_xor 5 width 16, syncthreads_count}.
 std::vector<std::int64_t> warp_primitives(int threads);
 
+// Stream capture (tests/emu/graph.cu): y += 1, then a host value copied in,
+// then y *= it, captured on a stream and replayed twice (the host value 2,
+// then 3); and the capture's refusals (the legacy stream, a synchronous
+// copy, a launch on the legacy stream during a capture), and a capturing
+// stream destroyed. y is n floats, zero at first.
+struct GraphReplay {
+    bool capturing_during = false, capturing_after = true;
+    std::vector<float> after_capture, after_first, after_second;
+    int legacy_begin = 0, sync_copy_in_capture = 0, end_after_sync_copy = 0;  // cudaError_t values
+    bool broken_graph_null = false;
+    bool legacy_launch_threw = false;
+    int end_after_legacy_launch = 0, copy_after_destroyed_capture = -1;
+};
+GraphReplay graph_replay(int n);
+
 // Faults: each launch throws mw::emu::LaunchError.
 void divergent_barrier();       // half the block returns before __syncthreads
 void barrier_in_branches();     // threads wait at two different __syncthreads

@@ -240,6 +240,27 @@ TEST(EmuAbortedLaunch, EmulatorStillWorksAfterIt) {
     EXPECT_NEAR(got[0], ref, 1e-4);
 }
 
+// Capture records instead of running; a replay reruns the recorded work with
+// the launch arguments of the capture and the host memory of the replay.
+TEST(EmuGraph, CapturedWorkRunsOnlyWhenReplayed) {
+    const int n = 129;
+    const auto r = emu_test::graph_replay(n);
+    EXPECT_TRUE(r.capturing_during);
+    EXPECT_FALSE(r.capturing_after);
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(r.after_capture[i], 0.0f) << "element " << i << " changed while the work was being captured";
+        ASSERT_EQ(r.after_first[i], 2.0f) << "element " << i << ": (0 + 1) x 2";
+        ASSERT_EQ(r.after_second[i], 9.0f) << "element " << i << ": (2 + 1) x 3, the argument captured, not 100";
+    }
+    EXPECT_EQ(r.legacy_begin, cudaErrorStreamCaptureUnsupported);
+    EXPECT_EQ(r.sync_copy_in_capture, cudaErrorStreamCaptureUnsupported);
+    EXPECT_EQ(r.end_after_sync_copy, cudaErrorStreamCaptureInvalidated);
+    EXPECT_TRUE(r.broken_graph_null);
+    EXPECT_TRUE(r.legacy_launch_threw);
+    EXPECT_EQ(r.end_after_legacy_launch, cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(r.copy_after_destroyed_capture, cudaSuccess);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 // Device buffers and dynamic shared memory are exact-size heap allocations,
 // and fiber switches are announced to ASan, so an overflow is reported where
