@@ -116,19 +116,21 @@ for l in "$P"/lib/*; do patchelf --force-rpath --set-rpath '$ORIGIN' "$l"; done
 } > "$KIT.tmp/kit.txt"
 # One xz stream with a dictionary larger than a binary: the test executables
 # share most of their bytes (every kernel and its sm_80/sm_90 code), which
-# it stores once. 207 MB unpacked -> about 16 MB (kit.txt, `du` of gpu-kit/).
+# it stores once: about 21 MB packed (kit.txt, `du` of gpu-kit/).
 tar -cf - -C "$P" bin tests lib | xz -9 -T "$(nproc)" --lzma2=dict=192MiB > "$KIT.tmp/payload.tar.xz"
 rm -rf "$P"
 rm -rf "$KIT"
 mv "$KIT.tmp" "$KIT"
 echo "kit: $(du -sh "$KIT" | cut -f1) in $KIT: $(sed -n 's/^tests: //p' "$KIT/kit.txt" | wc -w) test executables, $(sed -n 's/^packed libraries: //p' "$KIT/kit.txt" | wc -w) packed libraries, $(($(date +%s) - T0)) s"
 
-# The tree and the kit travel together to a machine that takes 64 MiB: at most 50 MB.
+# The tree and the kit travel together to a machine that takes 64 MiB (67.1 MB):
+# at most 56 MB, 11 MB to spare (the GPU decoder's kernels, in sm_80 and
+# sm_90 code in every binary, took the kit from 16 to 21 MB).
 TREE_BYTES=$(git ls-files -z 2>/dev/null | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 KIT_BYTES=$(du -sb "$KIT" | cut -f1)
-echo "tree ${TREE_BYTES:-0} B + kit $KIT_BYTES B = $(( (${TREE_BYTES:-0} + KIT_BYTES) / 1000000 )) MB (at most 50)"
-if [ $(( ${TREE_BYTES:-0} + KIT_BYTES )) -gt 50000000 ]; then
-  echo "scripts/gpu-kit.sh: the tree and the kit are over 50 MB together" >&2
+echo "tree ${TREE_BYTES:-0} B + kit $KIT_BYTES B = $(( (${TREE_BYTES:-0} + KIT_BYTES) / 1000000 )) MB (at most 56)"
+if [ $(( ${TREE_BYTES:-0} + KIT_BYTES )) -gt 56000000 ]; then
+  echo "scripts/gpu-kit.sh: the tree and the kit are over 56 MB together" >&2
   exit 1
 fi
 

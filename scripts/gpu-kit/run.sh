@@ -138,7 +138,7 @@ tests() {
   done
 }
 export BIN RES KIT
-export MEMWALL_BIN="$BIN/bin/memwall" MEMWALL_SOURCE_DIR="$(cd "$KIT/.." && pwd)"
+export MEMWALL_BIN="$BIN/bin/memwall" MEMWALL_SOURCE_DIR="$TREE"
 part "CUDA tests" 150 bash -c "$(declare -f tests); tests"
 
 # --- ceilings, rungs, claims ------------------------------------------------------

@@ -134,14 +134,16 @@ mw::Shape decode_shape(int ctx, int batch, int kv_heads) {
 }
 mw::Shape generate_shape(int prompt, int tokens) { return {{{"prompt", prompt}, {"tokens", tokens}}}; }
 
-// Small, as every call is emulated. kv_heads 1 is a seeded model of the
-// trained one's shape (MQA); 4 is the trained model. The contexts cross a
-// page (16 positions); a batch of 5 is not a multiple of the GEMV's 4
-// sequences per pass.
+// Small, as every call is emulated under AddressSanitizer (a step of the
+// model ~0.7 s at batch 1; ctx 17 at batch 5 took 178 s for the five
+// rungs). kv_heads 1 is a seeded model of the trained one's shape (MQA); 4
+// is the trained model; a batch of 5 is not a multiple of the GEMV's 4
+// sequences per pass. A context across a page (16 positions) is the
+// tokens test's (28 positions).
 INSTANTIATE_TEST_SUITE_P(
     OddShapesFirst, DecodeCudaEmu,
-    ::testing::Values(Case{"decode_step", decode_shape(1, 1, 4)}, Case{"decode_step", decode_shape(17, 5, 1)},
-                      Case{"generate", generate_shape(1, 1)}, Case{"generate", generate_shape(3, 5)}),
+    ::testing::Values(Case{"decode_step", decode_shape(1, 1, 4)}, Case{"decode_step", decode_shape(2, 5, 1)},
+                      Case{"generate", generate_shape(1, 1)}, Case{"generate", generate_shape(2, 3)}),
     [](const testing::TestParamInfo<Case>& i) {
         std::string n = i.param.op;
         for (const auto& [k, v] : i.param.shape.axes) n += "_" + k + std::to_string(v);
@@ -202,8 +204,9 @@ TEST(SpeculateCudaEmu, Int4DraftKeepsTheTargetsTokens) {
     ASSERT_NE(target, nullptr);
     ASSERT_NE(int4, nullptr);
     ASSERT_NE(cpu, nullptr);
+    constexpr int kTokens = 8;
     for (int k : {1, 3}) {
-        const mw::Shape s{{{"model", 0}, {"batch", 1}, {"prompt", 5}, {"tokens", 11}, {"k", k}}};
+        const mw::Shape s{{{"model", 0}, {"batch", 1}, {"prompt", 4}, {"tokens", kTokens}, {"k", k}}};
         ASSERT_EQ(op->validate(s), "");
         mw::Problem p = op->make_problem(s, mw::DType::f32, 3);
         const auto oracle = op->oracle(p);
@@ -215,7 +218,7 @@ TEST(SpeculateCudaEmu, Int4DraftKeepsTheTargetsTokens) {
         EXPECT_EQ(d.bytes, c.bytes) << "k " << k;
         EXPECT_GT(d.counters.at("accepted"), 0) << "k " << k;
         EXPECT_LE(d.counters.at("accepted"), d.counters.at("drafted")) << "k " << k;
-        EXPECT_LT(d.counters.at("target_passes"), 11) << "fewer target passes than tokens, k " << k;
+        EXPECT_LT(d.counters.at("target_passes"), kTokens) << "fewer target passes than tokens, k " << k;
     }
     const mw::Shape two{{{"model", 0}, {"batch", 2}, {"prompt", 9}, {"tokens", 5}, {"k", 2}}};
     EXPECT_NE(int4->accepts(two).find("batch = 2"), std::string::npos) << int4->accepts(two);
