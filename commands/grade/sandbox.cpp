@@ -538,7 +538,9 @@ std::vector<std::string> cleanup_leftovers() {
 
 std::unique_ptr<Cgroup> Cgroup::freezer_at(const std::string& dir) {
     auto cg = std::unique_ptr<Cgroup>(new Cgroup);
-    cg->freezer_ = dir;
+    // Every controller file it reads is under `dir`: no cgroup.procs there,
+    // so nothing to kill; no directory of its own to remove (dirs_ empty).
+    cg->pids_ = cg->memory_ = cg->cpuacct_ = cg->freezer_ = dir;
     return cg;
 }
 
@@ -665,7 +667,6 @@ bool Cgroup::tasks_exhausted() const { return keyed(read_small(pids_ + "/pids.ev
 // the report blamed the grader: red-team batch 12).
 int Cgroup::kill_all() {
     int killed = 0;
-    if (pids_.empty()) return 0;  // a freezer_at() handle: none of its tasks are ours to kill
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
         std::istringstream procs(read_small(pids_ + "/cgroup.procs"));
