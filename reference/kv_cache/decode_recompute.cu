@@ -19,6 +19,11 @@ MW_REGISTER_VARIANT(decode_step_recompute_cuda, {
     .rationale = "no cache kept: every position of the prefix fed through the model again, a step per position, "
                  "before the new position's logits",
     .needs = {"gpu"},
+    .bytes = [](const mw::Shape& s, mw::DType) {
+        // A step per position, every weight read each step (the batch's rows share a read).
+        const auto& dm = mw::kv_cache::decode_model(int(s["kv_heads"]), int(s["ctx"] + 1));
+        return 4.0 * double(dm.params.size()) * double(s["ctx"] + 1);
+    },
     .executed_flops = [](const mw::Shape& s) {
         const auto& c = mw::kv_cache::decode_model(int(s["kv_heads"]), int(s["ctx"] + 1)).config;
         return double(s["batch"]) * mw::model::forward_flops(c, s["ctx"] + 1);
