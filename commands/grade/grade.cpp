@@ -58,6 +58,7 @@
 #include "harness/command.hpp"
 #include "commands/grade/device_server.hpp"
 #include "commands/grade/keyed_seed.hpp"
+#include "commands/grade/run_queue.hpp"
 #include "commands/grade/sanitize.hpp"
 #include "commands/grade/sandbox.hpp"
 #include "harness/emu/remote_device.hpp"
@@ -430,6 +431,7 @@ struct Outcome {
     bool ok = false;
     std::string message;
     double wall_s = 0, device_s = -1;
+    double waited_s = 0;  // the reference worker's run-queue wait in its timed run() ("timing": "call")
 };
 
 // One call's buffers: the op's problem, and the inputs the grader prepared
@@ -717,7 +719,8 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
                           r.exit.describe(r.wall_s, s.spec.limits) + ")");
     if (!r.ok) {
         o.message = crash_message(s, r) + device_said;
-        if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = 0;
+        // All of its time is used (past it, by as late as the stop came).
+        if (r.exit.timed_out || r.exit.cpu_exceeded) s.budget_left = std::min(s.budget_left, 0.0);
         return o;
     }
     // First: a process killed for memory (a kernel's, under cuda-emu) can
@@ -742,10 +745,11 @@ Outcome run_call(Session& s, CallData* c, Command cmd = kRun) {
     if (!kernels_in_time) {
         o.message = "the call's kernels ran past the time limit (" + std::to_string(int(s.spec.limits.wall_s)) +
                     " s for all of the submission's calls)" + device_said;
-        s.budget_left = 0;
+        s.budget_left = std::min(s.budget_left, 0.0);
         return o;
     }
     o.device_s = r.reply.device_seconds;
+    o.waited_s = r.reply.waited_seconds;
     if (cmd == kRun && !device_said.empty()) o.message = "the call returned, but" + device_said;
     if (cmd == kRun && s.device && o.message.empty()) o.message = host_computed(traffic);
     if (cmd == kRun && o.message.empty()) o.message = collect(s, *c, staged);
@@ -962,6 +966,16 @@ void wait_idle(const Session& other) {
     }
 }
 
+// The threads whose run-queue waits tell whether a call of `w` shared its
+// core: its processes' (its executor's too, under cuda-emu).
+RunQueueWait run_queue_of(const Worker& w) {
+    std::vector<pid_t> pids;
+    for (pid_t root : {w.pid, w.executor})
+        if (root > 0)
+            for (pid_t p : process_tree(root)) pids.push_back(p);
+    return RunQueueWait(pids);
+}
+
 bool confirmed(std::vector<double> t) {
     if (t.size() < 2) return false;
     std::sort(t.begin(), t.end());
@@ -1017,8 +1031,13 @@ struct SpeedRace {
 // seconds spent, and the rounds and submission calls made.
 struct SpeedTimes {
     double best_ref = 1e30, best_sub = 1e30, spent = 0;
+    // Each round's best undisturbed call, of the rounds that had one: what
+    // confirms a side's best (a call that waited for its core is slower than
+    // the code, and two such calls can agree by chance).
     std::vector<double> refs, subs;
-    int rounds = 0, calls = 0;
+    int rounds = 0, calls = 0, ref_calls = 0;
+    int disturbed_ref = 0, disturbed_sub = 0;  // calls that waited for their core
+    bool settled = false;  // both bests confirmed by undisturbed rounds
 };
 
 // A round: a burst of calls from each side on the same fresh inputs, the
@@ -1033,18 +1052,39 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
         cs.push_back(make_call(race.x, race.op, race.shape, sd));
         cr.push_back(make_call(race.x, race.op, race.shape, sd, false));
     }
-    double t_ref = 1e30, t_sub = 1e30;
+    double t_ref = 1e30, t_sub = 1e30;  // each side's best call this round
+    double c_ref = 1e30, c_sub = 1e30;  // and its best undisturbed one
+    const bool debug = std::getenv("MEMWALL_GRADE_DEBUG");
     auto ref_burst = [&] {
         wait_idle(race.s);
-        for (auto& c : cr) t_ref = std::min(t_ref, race.ref_seconds(race.ref_call(c)));
+        const RunQueueWait wait = run_queue_of(race.r.worker);
+        for (auto& c : cr) {
+            const auto before = wait.take();
+            const Outcome o = race.ref_call(c);
+            const double sec = race.ref_seconds(o);
+            // Timing "call": the worker's own wait during the run() it timed.
+            const double waited = race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take(), sec);
+            ++t.ref_calls;
+            t_ref = std::min(t_ref, sec);
+            if (waited_for_core(waited, sec)) ++t.disturbed_ref;
+            else c_ref = std::min(c_ref, sec);
+            if (debug) std::fprintf(stderr, "  reference call %.3f ms, waited %.3f ms\n", sec * 1e3, waited * 1e3);
+        }
     };
     if (round % 2 == 0) ref_burst();
     wait_idle(race.r);
+    const RunQueueWait wait = run_queue_of(race.s.worker);
     for (auto& c : cs) {
+        const auto before = wait.take();
         const Outcome o = run_call(race.s, &c);
         ++t.calls;
         if (!o.ok) return "timed call " + std::to_string(t.calls) + ": " + o.message;
-        t_sub = std::min(t_sub, race.sub_seconds(o));
+        const double sec = race.sub_seconds(o);
+        const double waited = RunQueueWait::working_wait(before, wait.take(), o.wall_s);
+        t_sub = std::min(t_sub, sec);
+        if (waited_for_core(waited, sec)) ++t.disturbed_sub;
+        else c_sub = std::min(c_sub, sec);
+        if (debug) std::fprintf(stderr, "  submission call %.3f ms, waited %.3f ms\n", sec * 1e3, waited * 1e3);
     }
     if (round % 2 == 1) ref_burst();
     for (int i = 0; i < kBurst; ++i)
@@ -1052,10 +1092,10 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
             !m.empty())
             return "timed call " + std::to_string(t.calls - kBurst + i + 1) +
                    " disagrees with the reference variant on the same inputs: " + m;
-    if (std::getenv("MEMWALL_GRADE_DEBUG"))
-        std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", round, t_ref * 1e3, t_sub * 1e3);
+    if (debug) std::fprintf(stderr, "round %d: ref %.3f ms, sub %.3f ms\n", round, t_ref * 1e3, t_sub * 1e3);
     t.best_ref = std::min(t.best_ref, t_ref), t.best_sub = std::min(t.best_sub, t_sub);
-    t.refs.push_back(t_ref), t.subs.push_back(t_sub);
+    if (c_ref < 1e30) t.refs.push_back(c_ref);
+    if (c_sub < 1e30) t.subs.push_back(c_sub);
     t.spent += kBurst * (t_sub + t_ref);
     return "";
 }
@@ -1077,24 +1117,36 @@ std::string speed_rounds(SpeedRace& race, SpeedTimes& t) {
             break;
         }
     }
+    t.settled = confirmed(t.refs) && confirmed(t.subs);
     return "";
 }
 
 // The score from the ratio of the two bests, and the words that explain it.
 std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, const Variant& ref, const Shape& shape,
                                            const SpeedTimes& t, json& info, double overhead) {
-    const double ratio = t.best_ref / t.best_sub, flops = op.flops ? op.flops(shape) : 0;
+    const double best_ref = t.best_ref, best_sub = t.best_sub;
+    const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
     const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
-    info.update({{"reference_best_s", t.best_ref}, {"submission_best_s", t.best_sub}, {"ratio", ratio},
+    info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
                  {"rounds", t.rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
-                 {"reference_gflops", flops / t.best_ref * 1e-9}, {"submission_gflops", flops / t.best_sub * 1e-9}});
+                 {"disturbed_calls", {{"reference", t.disturbed_ref}, {"submission", t.disturbed_sub}}},
+                 {"confirmed_undisturbed", t.settled},
+                 {"reference_gflops", flops / best_ref * 1e-9}, {"submission_gflops", flops / best_sub * 1e-9}});
     std::string out = "best of " + std::to_string(t.rounds) + " interleaved rounds of " + std::to_string(kBurst) +
                       " calls a side, fresh inputs each call, every time taken by the grader: reference '" +
-                      ref.name + "' " + fmt("%.4g", t.best_ref * 1e3) + " ms (" +
-                      fmt("%.1f", flops / t.best_ref * 1e-9) + " GFLOP/s), submission " +
-                      fmt("%.4g", t.best_sub * 1e3) + " ms (" + fmt("%.1f", flops / t.best_sub * 1e-9) +
+                      ref.name + "' " + fmt("%.4g", best_ref * 1e3) + " ms (" +
+                      fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
+                      fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
                       " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
                       fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+    if (t.disturbed_ref + t.disturbed_sub > 0) {
+        out += "; " + std::to_string(t.disturbed_ref) + " of the reference's " + std::to_string(t.ref_calls) +
+               " calls and " + std::to_string(t.disturbed_sub) + " of the submission's " + std::to_string(t.calls) +
+               " waited for their core while another task ran on it: they confirm no best";
+        if (!t.settled)
+            out += " (the bests were not confirmed by undisturbed calls in the rounds allowed: grade on a quieter "
+                   "machine if it matters)";
+    }
     return {score, out};
 }
 
@@ -1272,7 +1324,9 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         stop(s);
         left_behind = s.left_behind;
         release(s.shm);
-        doc["time_used_s"] = wall - std::max(0.0, s.budget_left);
+        // Not capped: a call killed at the limit is charged until it was
+        // stopped, so a late kill shows as time used past the limit.
+        doc["time_used_s"] = wall - s.budget_left;
         doc["time_limit_s"] = wall;
         doc["memory_limit_mb"] = x.memory_limit_mb;
     } else {

@@ -86,6 +86,7 @@ enum Command : char { kRun = 'R', kPing = 'P', kQuit = 'Q' };
 struct Reply {
     std::int32_t status = 0;      // 0 = returned normally, 1 = threw (message says what)
     double device_seconds = -1;   // the reference worker's own run() time ("timing": "call"); ignored from submissions
+    double waited_seconds = 0;    // and how long its threads waited for a CPU in it (run_queue.hpp); ditto
     char message[480] = {};
 };
 

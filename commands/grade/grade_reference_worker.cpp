@@ -17,9 +17,11 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 #include "harness/command.hpp"
 #include "commands/grade/grade_protocol.hpp"
+#include "commands/grade/run_queue.hpp"
 #include "harness/registry.hpp"
 #include "harness/timing.hpp"
 
@@ -89,12 +91,17 @@ int run_reference_worker(const std::string& op_name, const std::string& variant,
                 if (inst.device_time) {
                     reply.device_seconds = inst.device_time(false);
                 } else {
+                    // Its threads (OpenMP's included, started by the warm-up call), for their waits.
+                    const RunQueueWait wait(time_call ? std::vector<pid_t>{getpid()} : std::vector<pid_t>{});
+                    const auto before = wait.take();
                     const auto t0 = std::chrono::steady_clock::now();
                     inst.run();
                     inst.sync();
-                    if (time_call)
+                    if (time_call) {
                         reply.device_seconds =
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                        reply.waited_seconds = RunQueueWait::working_wait(before, wait.take(), reply.device_seconds);
+                    }
                 }
                 inst.fetch();
             } catch (const std::exception& e) {

@@ -77,9 +77,8 @@ TEST(Grade, EndlessLoopIsKilledAtTheLimit) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.doc["score"].get<double>(), 0);
     print_margin("wall_s", s, 60, true);
-    print_margin("time_used_s", r.doc["time_used_s"].get<double>(), 2.5, true);
     EXPECT_LT(s, 60) << "the 2 s limit must hold (compile time included)";
-    EXPECT_LE(r.doc["time_used_s"].get<double>(), 2.5);
+    expect_stopped_at_limit(r.doc, 2, 0.5);
 }
 
 // --- correct submissions -----------------------------------------------------------
@@ -91,6 +90,30 @@ TEST(Grade, NaiveStubIsCorrectButSlow) {
 
 TEST(Grade, ReferenceSolutionGetsFullMarks) {
     expect_full_marks("01", kExercise + "/solutions/gemm_cpu_reference.cpp");
+}
+
+// A timed call that shared its core with another task is slower than the
+// code, and two such calls of one side can agree: the grader sees that the
+// call's working threads waited on the run queue (run_queue.hpp), counts it
+// and lets it confirm no best. Here a task spins on every core, so whichever
+// the grade takes, both sides' calls wait. A grader that read the wrong
+// field, the wrong processes, or its own threads instead of the worker's
+// counts none.
+TEST(Grade, CallsThatSharedTheirCoreAreSeen) {
+    SpinnerOnEveryCore spinners;
+    ASSERT_GT(spinners.count(), 0u);
+    const GradeRun r = grade_level("01", "--submission " + kExercise +
+                                             "/solutions/gemm_cpu_reference.cpp --seed 8 --threads 1 --reference-solution");
+    spinners.stop();
+    ASSERT_EQ(r.status, 0) << r.output;
+    const json* speed = find_test(r.doc, "speed");
+    ASSERT_NE(speed, nullptr) << r.output;
+    ASSERT_TRUE((*speed)["speed"].contains("disturbed_calls")) << (*speed)["output"];
+    const json& d = (*speed)["speed"]["disturbed_calls"];
+    EXPECT_GT(d["reference"].get<int>(), 0) << (*speed)["output"];
+    EXPECT_GT(d["submission"].get<int>(), 0) << (*speed)["output"];
+    EXPECT_NE((*speed)["output"].get<std::string>().find("waited for their core"), std::string::npos)
+        << (*speed)["output"];
 }
 
 // --- CUDA exercise under cuda-emu -----------------------------------------------------

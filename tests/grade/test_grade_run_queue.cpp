@@ -1,0 +1,86 @@
+// The grader's reading of run-queue waits (commands/grade/run_queue.hpp):
+// what tells it that a timed call shared its core with another task.
+#include <gtest/gtest.h>
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "commands/grade/run_queue.hpp"
+
+namespace {
+
+using mw::grade::RunQueueWait;
+using mw::grade::waited_for_core;
+
+// Only working threads (those that ran a tenth of the call) count: a
+// sandbox's process woken by the thaw waits behind the call all along.
+TEST(RunQueueWait, OnlyWorkingThreadsCount) {
+    const RunQueueWait::Snapshot before = {{1.0, 0.5}, {2.0, 0.1}, {3.0, 0.0}};
+    // A call of 10 ms: the first thread ran 10 ms and waited 1 ms, the
+    // second ran 0.1 ms and waited 9 ms, the third ran 1.5 ms and waited 2 ms.
+    const RunQueueWait::Snapshot after = {{1.010, 0.501}, {2.0001, 0.109}, {3.0015, 0.002}};
+    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.010), 0.003, 1e-9);
+    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.016), 0.001, 1e-9);  // the third is under a tenth now
+}
+
+TEST(RunQueueWait, WakeUpsAreNotASharedCore) {
+    EXPECT_FALSE(waited_for_core(60e-6, 0.001));    // the sandbox's thawed processes
+    EXPECT_FALSE(waited_for_core(0.15e-3, 0.005));  // 0.2 ms + 2%: 0.3 ms at 5 ms
+    EXPECT_TRUE(waited_for_core(0.31e-3, 0.005));
+    EXPECT_TRUE(waited_for_core(3e-3, 0.010));      // a slice of another task
+    EXPECT_FALSE(waited_for_core(3e-3, 0.200));     // 2% of 200 ms is 4 ms
+}
+
+TEST(RunQueueWait, NoProcessNoWait) {
+    const RunQueueWait none({});
+    EXPECT_TRUE(none.take().empty());
+    const RunQueueWait gone({999999999});
+    EXPECT_TRUE(gone.take().empty());
+    EXPECT_EQ(RunQueueWait::working_wait({}, {}, 0.01), 0);
+}
+
+double spin_for(double seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double s = 0;
+    while ((s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) < seconds) {
+    }
+    return s;
+}
+
+// This process on one core with a second one spinning there: its working
+// thread waits for about half of the time it spins (the scheduler shares the
+// core), and the grader's test calls that disturbed.
+TEST(RunQueueWait, ACoreSharedWithASpinnerIsSeen) {
+    cpu_set_t saved;
+    ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved)) ++cpu;
+    ASSERT_LT(cpu, CPU_SETSIZE);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    const pid_t spinner = fork();
+    ASSERT_GE(spinner, 0);
+    if (spinner == 0) {
+        setsid();  // a scheduling group of its own where autogroups are on
+        for (;;) __asm__ volatile("");
+    }
+    spin_for(0.05);  // the spinner is running
+    const RunQueueWait wait({getpid()});
+    const auto before = wait.take();
+    const double call = spin_for(0.3);
+    const double waited = RunQueueWait::working_wait(before, wait.take(), call);
+    kill(spinner, SIGKILL);
+    waitpid(spinner, nullptr, 0);
+    sched_setaffinity(0, sizeof saved, &saved);
+    EXPECT_GT(waited, 0.05) << "of a " << call << " s spin on a core shared with another spinner";
+    EXPECT_LT(waited, call);
+    EXPECT_TRUE(waited_for_core(waited, call - waited));
+}
+
+}  // namespace
