@@ -557,6 +557,36 @@ TEST(GradeAttack, TheInstructorsSolutionCannotBeIncluded) {
     EXPECT_NE(failures(r.doc).find("compile error"), std::string::npos) << failures(r.doc);
 }
 
+// The same at every level, however the path is written: relative to the
+// project (as the include path once made it work) or absolute (where the
+// project's source tree is on this machine, which a student can guess).
+TEST(GradeAttack, NoLevelsSolutionCanBeIncluded) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-include-solution-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    std::vector<std::string> levels;
+    for (auto& level : fs::directory_iterator(kSource + "/levels")) {
+        const fs::path solutions = level.path() / "exercise" / "solutions";
+        if (!fs::is_directory(solutions)) continue;
+        fs::path solution;
+        for (auto& f : fs::directory_iterator(solutions))
+            if (f.path().extension() == ".cpp" && (solution.empty() || f.path() < solution)) solution = f.path();
+        if (solution.empty()) continue;
+        const std::string id = level.path().filename().string().substr(0, 2);
+        levels.push_back(id);
+        for (const std::string& path : {fs::relative(solution, kSource).string(), solution.string()}) {
+            SCOPED_TRACE("level " + id + ": #include \"" + path + "\"");
+            const fs::path submission = dir / ("include_solution_" + id + ".cpp");
+            std::ofstream(submission) << "#include \"" << path << "\"\n";
+            const GradeRun r = grade_level(id, "--submission " + submission.string() + " --seed 12");
+            ASSERT_EQ(r.status, 0) << r.output;
+            EXPECT_EQ(r.doc["score"].get<double>(), 0) << r.doc.dump(2);
+            EXPECT_FALSE(r.doc["build"]["ok"].get<bool>()) << r.doc["build"].dump(2);
+        }
+    }
+    fs::remove_all(dir);
+    EXPECT_EQ(levels.size(), 8u) << "a level's solutions were not found";
+}
+
 // The grade's cgroups (memwall-grade-<pid>-*, under the test's own cgroup of
 // each controller) and temp folder (with a grader.pid of `pid`).
 std::vector<std::string> grade_leftovers(pid_t grader) {
@@ -801,6 +831,36 @@ TEST(GradeAttack, EveryReportIsWrittenAsUtf8WithoutControlBytes) {
         EXPECT_EQ(r.output.find("\nPASS  everything"), std::string::npos) << "a forged line stands as the grader's";
         EXPECT_NE(r.output.find("the call failed"), std::string::npos) << r.output;
     }
+}
+
+// An honest student's source in Latin-1, with a compiler warning that quotes
+// its line: the build log holds bytes that are not UTF-8 (and here an escape
+// that would clear a terminal). The report is written in every format all
+// the same, the bytes replaced, and the naive code keeps its correctness.
+TEST(GradeAttack, ALatin1SourceWithAWarningGetsItsReport) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-latin1-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    const fs::path submission = dir / "gemm_cpu.cpp";
+    std::ofstream(submission) << "#warning \"r\xe9sum\xe9: na\xefve loops \x1b[2J\"\n"
+                              << slurp(kSource + "/levels/01-vectorization/exercise/gemm_cpu.cpp");
+    for (const char* format : {"json", "text"}) {
+        SCOPED_TRACE(format);
+        const GradeRun r = grade_level("01", "--submission " + submission.string() + " --seed 13", format);
+        ASSERT_EQ(r.status, 0) << r.output;
+        if (std::string(format) == "json") {
+            ASSERT_TRUE(r.doc.is_object()) << r.output;  // parsed: valid UTF-8
+            ASSERT_TRUE(r.doc["build"]["ok"].get<bool>()) << r.doc["build"].dump(2);
+            const std::string log = r.doc["build"]["log"].get<std::string>();
+            EXPECT_NE(log.find("r\xef\xbf\xbdsum\xef\xbf\xbd"), std::string::npos)
+                << "the warning, its Latin-1 bytes replaced by U+FFFD: " << log;
+            EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+        } else {
+            EXPECT_TRUE(well_formed_utf8(r.output)) << r.output;
+            EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "an escape reached the text report";
+            EXPECT_NE(r.output.find("sum"), std::string::npos) << r.output;
+        }
+    }
+    fs::remove_all(dir);
 }
 
 TEST(GradeSandbox, ReportNamesTheSandbox) {
