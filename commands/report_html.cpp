@@ -289,6 +289,7 @@ svg.plot{width:100%;height:auto;display:block}
 .msg{color:#666;font-size:12px;text-align:left;max-width:360px}
 .toc a{margin-right:14px}
 .dim{color:#888}
+.disturbed{background:#fff3cd}
 details{margin:8px 0}summary{cursor:pointer;color:#1f4e79;font-weight:600}
 code{background:#eef1f5;padding:1px 4px;border-radius:3px}
 )";
@@ -398,10 +399,14 @@ void runs_table(std::ostream& h, const GroupRef& g) {
             continue;
         }
         const json& t = r["time_s"];
+        const bool disturbed = r.contains("disturbance") && r["disturbance"].value("disturbed", false);
         if (timed(r))
-            h << "<td>" << time_str(t.value("best", t.value("min", 0.0))) << " [" << time_str(t.value("median", 0.0))
-              << "]</td><td>" << t.value("samples", 0) << "</td><td>" << num_or_dash(r, "gflops") << "</td><td>"
-              << num_or_dash(r, "gbps") << "</td>";
+            h << "<td" << (disturbed ? " class=\"disturbed\" title=\"disturbed while timed: " +
+                                           esc(r["disturbance"].value("why", std::string())) +
+                                           ". Slower than this machine can do.\"" : std::string())
+              << ">" << time_str(t.value("best", t.value("min", 0.0))) << " [" << time_str(t.value("median", 0.0))
+              << "]" << (disturbed ? " (disturbed)" : "") << "</td><td>" << t.value("samples", 0) << "</td><td>"
+              << num_or_dash(r, "gflops") << "</td><td>" << num_or_dash(r, "gbps") << "</td>";
         else
             h << "<td class=\"dim\">emulated: not timed</td><td>—</td><td>—</td><td>—</td>";
         h << "<td>" << num_or_dash(r, "intensity") << "</td><td>" << ratio_or_dash(r, "speedup_vs_naive") << "</td><td>"

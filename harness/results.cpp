@@ -1,5 +1,7 @@
 #include "harness/results.hpp"
 
+#include "harness/disturbance.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -354,6 +356,7 @@ std::string report_markdown(const nlohmann::json& doc) {
         if (!groups.count(k)) order.push_back(k);
         groups[k].push_back(&r);
     }
+    bool any_disturbed = false;
     for (auto& k : order) {
         const auto& rows = groups[k];
         os << "\n## " << k << "\n\n";
@@ -376,8 +379,11 @@ std::string report_markdown(const nlohmann::json& doc) {
                 os << " |\n";
                 continue;
             }
+            const bool disturbed = r.contains("disturbance") && r["disturbance"].value("disturbed", false);
+            any_disturbed = any_disturbed || disturbed;
             os << (meaningful ? "" : "(emulated, not meaningful) ") << time_str(t.value("best", t["min"].get<double>()))
-               << " [" << time_str(t["median"].get<double>()) << "] | " << t["samples"] << " | "
+               << " [" << time_str(t["median"].get<double>()) << "]" << (disturbed ? " (disturbed*)" : "") << " | "
+               << t["samples"] << " | "
                << (meaningful ? fmt(r["gflops"].get<double>()) : "—") << " | "
                << (meaningful ? fmt(r["gbps"].get<double>()) : "—") << " | " << fmt(r["intensity"].get<double>())
                << " | " << fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") << " | "
@@ -387,6 +393,16 @@ std::string report_markdown(const nlohmann::json& doc) {
             os << " | " << (r["correct"].get<bool>() ? "yes" : "**NO**") << " |\n";
         }
         os << counters_table(rows) << check_details(rows);
+    }
+    if (any_disturbed) {
+        os << "\n\\* disturbed: while this variant was timed, other processes or the hypervisor took more than "
+           << fmt(kDisturbedShare * 100, 2) << "% of its cores, or its threads waited for a core that long "
+           << "(the row's `disturbance` says which). Its time is slower than this machine can do, and a speedup "
+              "against it is not this machine's.\n";
+        for (auto& r : doc["runs"])
+            if (r.contains("disturbance") && r["disturbance"].value("disturbed", false))
+                os << "- " << group_key(r) << " / " << r["variant"].get<std::string>() << ": "
+                   << r["disturbance"].value("why", std::string("?")) << "\n";
     }
     return os.str();
 }
@@ -464,6 +480,15 @@ RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now
         c.ratio = best(base) / best(now);
         c.noise = std::max(0.05, 2 * std::max(spread(base), spread(now)));
         c.verdict = c.ratio > 1 + c.noise ? "faster" : c.ratio < 1 / (1 + c.noise) ? "slower" : "within noise";
+        // A disturbed side's time is the machine's load as much as the code's.
+        auto disturbed = [](const nlohmann::json& r) {
+            return r.contains("disturbance") && r["disturbance"].value("disturbed", false);
+        };
+        const bool db = disturbed(base), dn = disturbed(now);
+        if (c.verdict != "within noise" && (db || dn))
+            c.verdict = std::string("not judged: ") +
+                        (db && dn ? "both runs were" : db ? "the base run was" : "the new run was") +
+                        " disturbed while timed";
     } else {
         c.verdict = "not timed";
     }

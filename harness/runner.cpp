@@ -549,6 +549,9 @@ void report_progress(std::ostream& progress, const json& r, const TimingStats& t
     if (r.contains("units_per_s"))
         progress << ", " << r["units_per_s"].get<double>() << " " << r["unit"].get<std::string>() << "/s";
     progress << "\n";
+    if (t.disturbance.disturbed())
+        progress << "      DISTURBED while timed: " << t.disturbance.why()
+                 << ". The time is slower than this machine can do; time it again on a quiet machine.\n";
     if (r.contains("check_message")) progress << "      " << r["check_message"].get<std::string>() << "\n";
 }
 
@@ -622,6 +625,7 @@ void set_time(json& r, const TimingStats& t) {
     r["time_s"] = {{"median", t.median}, {"min", t.min}, {"max", t.max}, {"best", t.min},
                    {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
                    {"cold", t.cold}};
+    if (t.disturbance.measured) r["disturbance"] = t.disturbance.to_json();
 }
 
 // Folds a later round's row into the first: the verdict holds only if every

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -89,6 +90,7 @@ TimingStats merge_timing(const TimingStats& a, const TimingStats& b) {
     v.insert(v.end(), b.per_call.begin(), b.per_call.end());
     TimingStats s = a;
     s.iterations = std::max(a.iterations, b.iterations);
+    s.disturbance = worse(a.disturbance, b.disturbance);
     return with_samples(s, v);
 }
 
@@ -186,6 +188,11 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
 
     std::ostringstream json;
     CollectingReporter rep(gbench_json ? &json : nullptr);
+    // A GPU's time (CUDA events) is not the CPU's load to judge; an MPI
+    // rank's peers are other processes by design (only its own threads'
+    // waits are measured).
+    std::optional<DisturbanceWindow> window;
+    if (!inst.device_time) window.emplace(!inst.agree_estimate);
     benchmark::RunSpecifiedBenchmarks(&rep);
     benchmark::ClearRegisteredBenchmarks();
     if (gbench_json) *gbench_json = json.str();
@@ -193,6 +200,7 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
     TimingStats s;
     s.cold = opts.cold;
     s.iterations = iters;
+    if (window) s.disturbance = window->close();
     return with_samples(s, rep.per_call);
 }
 

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "harness/disturbance.hpp"
 #include "harness/registry.hpp"
 
 namespace mw {
@@ -31,10 +32,12 @@ struct TimingStats {
     int iterations = 0;  // calls per sample
     bool cold = false;
     std::vector<double> per_call;  // every sample's seconds per call, sorted
+    Disturbance disturbance;       // what else the machine did while the samples ran
 };
 
 // One set of statistics over the samples of both (e.g. two rounds of the
-// same variant): best, median and the rest over the union of samples.
+// same variant): best, median and the rest over the union of samples; the
+// worse disturbance of the two.
 TimingStats merge_timing(const TimingStats& a, const TimingStats& b);
 
 // Times `inst` under the name `name`. When `gbench_json` is given it receives

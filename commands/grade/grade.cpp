@@ -58,7 +58,6 @@
 #include "harness/command.hpp"
 #include "commands/grade/device_server.hpp"
 #include "commands/grade/keyed_seed.hpp"
-#include "commands/grade/run_queue.hpp"
 #include "commands/grade/sanitize.hpp"
 #include "commands/grade/sandbox.hpp"
 #include "harness/emu/remote_device.hpp"
@@ -66,6 +65,7 @@
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
 #include "harness/registry.hpp"
+#include "harness/run_queue.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 #include "harness/strings.hpp"
@@ -917,8 +917,12 @@ std::string compare_with_reference(const Op& op, const Problem& sub, const Probl
 // would take cores from it, so each burst waits until every thread of the
 // other process (or this one's, but the caller) is asleep, 0.5 s at most.
 bool threads_idle(pid_t pid) {
+    // A process that ends while it is listed ends the listing (the throwing
+    // increment of a range-for would end the grade).
     std::error_code ec;
-    for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    fs::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        const auto& t = *it;
         std::ifstream in(t.path() / "stat");
         std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         const auto paren = stat.rfind(')');
@@ -932,7 +936,9 @@ bool threads_idle(pid_t pid) {
 std::vector<pid_t> process_tree(pid_t root) {
     std::map<pid_t, std::vector<pid_t>> children;
     std::error_code ec;
-    for (auto& e : fs::directory_iterator("/proc", ec)) {
+    fs::directory_iterator it("/proc", ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        const auto& e = *it;
         const std::string name = e.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
         std::ifstream in(e.path() / "stat");
@@ -1063,7 +1069,8 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
             const Outcome o = race.ref_call(c);
             const double sec = race.ref_seconds(o);
             // Timing "call": the worker's own wait during the run() it timed.
-            const double waited = race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take(), sec);
+            const double waited =
+                race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take(), o.wall_s);
             ++t.ref_calls;
             t_ref = std::min(t_ref, sec);
             if (waited_for_core(waited, sec)) ++t.disturbed_ref;
@@ -1142,10 +1149,11 @@ std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, cons
     if (t.disturbed_ref + t.disturbed_sub > 0) {
         out += "; " + std::to_string(t.disturbed_ref) + " of the reference's " + std::to_string(t.ref_calls) +
                " calls and " + std::to_string(t.disturbed_sub) + " of the submission's " + std::to_string(t.calls) +
-               " waited for their core while another task ran on it: they confirm no best";
+               " waited for a core (another task, or more of the side's own threads than its cores, ran on it): "
+               "they confirm no best";
         if (!t.settled)
-            out += " (the bests were not confirmed by undisturbed calls in the rounds allowed: grade on a quieter "
-                   "machine if it matters)";
+            out += std::string(" (the bests were not confirmed by undisturbed calls in the rounds allowed") +
+                   (t.disturbed_ref > 0 ? ": grade on a quieter machine if it matters)" : ")");
     }
     return {score, out};
 }

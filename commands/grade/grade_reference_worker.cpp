@@ -21,8 +21,8 @@
 
 #include "harness/command.hpp"
 #include "commands/grade/grade_protocol.hpp"
-#include "commands/grade/run_queue.hpp"
 #include "harness/registry.hpp"
+#include "harness/run_queue.hpp"
 #include "harness/timing.hpp"
 
 namespace mw::grade {

@@ -363,6 +363,13 @@ nlohmann::json report_step(Walk& w, const nlohmann::json& step, const nlohmann::
                       num(recorded).c_str(), dim("(at " + rec.shape.value_or(Shape{}).str() + ")").c_str());
         std::cout << line;
     }
+    if (r->contains("disturbance") && (*r)["disturbance"].value("disturbed", false))
+        std::cout << "  " << bold("measured now on a busy machine:") << " "
+                  << wrap((*r)["disturbance"].value("why", std::string()) +
+                              ". The time is slower than this machine can do: compare it with the prediction "
+                              "once the machine is quiet.",
+                          "    ")
+                  << "\n";
     if (!why.empty()) std::cout << "  (no prediction: " << why << ")\n";
     if (step.contains("predict") && step["predict"].contains("why")) {
         std::vector<std::string> errs;

@@ -7,6 +7,7 @@
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "tests/spinners.hpp"
 
 namespace fs = std::filesystem;
 
@@ -18,21 +19,24 @@ fs::path temp_dir() {
     return d;
 }
 
-// A real results document from a quick run of the GEMM op (small shape).
-nlohmann::json small_run() {
+// A real results document from a quick run of the GEMM op (small shape),
+// what it printed in `progress` if given.
+nlohmann::json small_run(const std::string& shape = "m=33,n=17,k=9",
+                         const std::vector<std::string>& variants = {"naive", "openblas"}, double budget_s = 0.01,
+                         std::ostringstream* progress = nullptr) {
     mw::RunRequest req;
     req.targets = {"gemm"};
-    req.shapes = {"m=33,n=17,k=9"};
-    req.variants = {"naive", "openblas"};
-    req.timing.budget_s = 0.01;
+    req.shapes = {shape};
+    req.variants = variants;
+    req.timing.budget_s = budget_s;
     req.timing.min_samples = 3;
     req.threads = 1;
     auto plans = mw::plan_runs(req);
     mw::Ceilings c;
     c.dram_triad_gbps = {10.0};
     c.peaks = {{"fp32", "test", 1, 100.0}};
-    std::ostringstream progress;
-    return mw::run_plans(plans, req, c, progress);
+    std::ostringstream quiet;
+    return mw::run_plans(plans, req, c, progress ? *progress : quiet);
 }
 
 TEST(Results, RunDocumentHasTheDesignFields) {
@@ -121,6 +125,39 @@ TEST(Results, ReportsListEveryVariant) {
     cmp = mw::compare_markdown(doc, pages);
     EXPECT_NE(cmp.find("huge pages differ"), std::string::npos) << cmp;
     EXPECT_NE(cmp.find("(not advised)"), std::string::npos) << cmp;
+}
+
+// A row disturbed while timed is marked in the markdown, with a footnote
+// that says what disturbed it; a run with none has neither.
+TEST(Results, ADisturbedRowIsMarked) {
+    auto doc = small_run();
+    for (auto& r : doc["runs"]) {
+        ASSERT_TRUE(r.contains("disturbance")) << r.dump(2);  // measured on every CPU row
+        r["disturbance"]["disturbed"] = false;
+    }
+    EXPECT_EQ(mw::report_markdown(doc).find("disturbed"), std::string::npos);
+    doc["runs"][1]["disturbance"] = {{"disturbed", true}, {"why", "other processes used 61% of its 2 cores"}};
+    const std::string md = mw::report_markdown(doc);
+    EXPECT_NE(md.find("(disturbed*)"), std::string::npos) << md;
+    EXPECT_NE(md.find("other processes used 61% of its 2 cores"), std::string::npos) << md;
+    EXPECT_NE(md.find(doc["runs"][1]["variant"].get<std::string>() + ": other processes"), std::string::npos) << md;
+}
+
+// `memwall run` beside a process spinning on every core: every row it times
+// is marked disturbed, and the terminal says so as it happens.
+TEST(Disturbance, ARunBesideASpinnerMarksItsRows) {
+    std::ostringstream progress;
+    mw::test::SpinnerOnEveryCore neighbours;
+    ASSERT_GT(neighbours.count(), 0u);
+    const auto doc = small_run("m=129,n=127,k=33", {"naive", "simd"}, 0.6, &progress);
+    neighbours.stop();
+    ASSERT_EQ(doc["runs"].size(), 2u);
+    for (auto& r : doc["runs"]) {
+        ASSERT_TRUE(r.contains("disturbance")) << r.dump(2);
+        EXPECT_TRUE(r["disturbance"]["disturbed"].get<bool>()) << r["disturbance"].dump();
+        EXPECT_GT(r["disturbance"]["others_share"].get<double>(), 0.3) << r["disturbance"].dump();
+    }
+    EXPECT_NE(progress.str().find("DISTURBED while timed: other processes used"), std::string::npos) << progress.str();
 }
 
 // Whether large buffers sat on huge pages moves a DRAM stream's rate: the

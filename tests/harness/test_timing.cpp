@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "harness/timing.hpp"
+#include "tests/spinners.hpp"
 
 namespace {
 
@@ -78,6 +79,96 @@ TEST(Timing, ProducesGoogleBenchmarkJson) {
     mw::time_instance("gbjson", inst, o, &json);
     EXPECT_NE(json.find("\"benchmarks\""), std::string::npos);
     EXPECT_NE(json.find("gbjson"), std::string::npos);
+}
+
+// --- what else the machine did while a variant was timed (disturbance.hpp) ---
+
+// A call that keeps its core busy for `d` (a sleep would leave the core to
+// a neighbour and wait for nothing).
+mw::Instance spinner(std::chrono::microseconds d) {
+    mw::Instance inst;
+    inst.run = [d] {
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < d) {
+        }
+    };
+    return inst;
+}
+
+mw::TimingOptions half_second() {
+    mw::TimingOptions o;
+    o.budget_s = 0.6;  // past kMinOthersWindowS: /proc/stat's ticks can judge it
+    o.min_sample_s = 0.01;
+    o.min_samples = 5;
+    o.estimate_s = 1e-3;  // the call's time, however slow the warm-up call was beside a neighbour
+    return o;
+}
+
+// With a process spinning on every core, other processes hold at least half
+// of the cores and this one's thread waits for its core about as long as it
+// runs: the window is disturbed, and says why.
+TEST(Disturbance, APlantedNeighbourIsSeen) {
+    auto inst = spinner(std::chrono::microseconds(1000));
+    mw::test::SpinnerOnEveryCore neighbours;
+    ASSERT_GT(neighbours.count(), 0u);
+    const auto t = mw::time_instance("spin1ms", inst, half_second());
+    neighbours.stop();
+    const mw::Disturbance& d = t.disturbance;
+    ASSERT_TRUE(d.measured);
+    EXPECT_GE(d.window_s, mw::kMinOthersWindowS);
+    EXPECT_GT(d.others_share, 0.3);
+    EXPECT_GT(d.run_queue_share, 0.2);
+    EXPECT_TRUE(d.disturbed());
+    EXPECT_NE(d.why().find("other processes used"), std::string::npos) << d.why();
+    EXPECT_TRUE(d.to_json()["disturbed"].get<bool>());
+}
+
+// The same window on a quiet machine: nothing else on the cores, no waiting.
+// (Steal, the hypervisor's, is the host's to decide: not asserted.)
+TEST(Disturbance, AQuietWindowIsNot) {
+    auto inst = spinner(std::chrono::microseconds(1000));
+    const auto t = mw::time_instance("spin1ms", inst, half_second());
+    const mw::Disturbance& d = t.disturbance;
+    ASSERT_TRUE(d.measured);
+    EXPECT_GE(d.others_share, 0);
+    EXPECT_LT(d.others_share, mw::kDisturbedShare) << d.to_json().dump();
+    EXPECT_LT(d.run_queue_share, mw::kDisturbedShare) << d.to_json().dump();
+}
+
+// Rounds of one variant keep the worse of their windows; a window too short
+// for the ticks leaves others and steal unmeasured (null), not zero.
+TEST(Disturbance, TheWorseRoundIsKeptAndUnmeasuredIsNull) {
+    mw::Disturbance a, b;
+    a.measured = b.measured = true;
+    a.cores = b.cores = 2;
+    a.window_s = 0.1, b.window_s = 1.0;
+    b.others_share = 0.2, b.steal_share = 0.01, a.run_queue_share = 0.03, b.run_queue_share = 0.01;
+    const nlohmann::json ja = a.to_json();
+    EXPECT_TRUE(ja["others_share"].is_null());
+    EXPECT_TRUE(ja["steal_share"].is_null());
+    EXPECT_FALSE(ja["disturbed"].get<bool>());
+    const mw::Disturbance w = mw::worse(a, b);
+    EXPECT_DOUBLE_EQ(w.others_share, 0.2);
+    EXPECT_DOUBLE_EQ(w.run_queue_share, 0.03);
+    EXPECT_DOUBLE_EQ(w.window_s, 1.1);
+    EXPECT_TRUE(w.disturbed());
+    EXPECT_EQ(w.why(), "other processes used 20% of its 2 cores");
+    EXPECT_FALSE(mw::worse(mw::Disturbance{}, a).disturbed());  // one unmeasured side: the other's
+    // Timing rounds merge so.
+    mw::TimingStats r1, r2;
+    r1.per_call = {1e-3}, r2.per_call = {2e-3};
+    r1.disturbance = a, r2.disturbance = b;
+    EXPECT_TRUE(mw::merge_timing(r1, r2).disturbance.disturbed());
+}
+
+// A GPU's time comes from CUDA events: the CPU's load is not judged.
+TEST(Disturbance, ADeviceTimeIsNotJudged) {
+    mw::Instance inst;
+    inst.run = [] {};
+    inst.device_time = [](bool) { return 1e-3; };
+    mw::TimingOptions o;
+    o.budget_s = 0.005, o.min_samples = 2, o.max_samples = 2;
+    EXPECT_FALSE(mw::time_instance("gpu", inst, o).disturbance.measured);
 }
 
 }  // namespace

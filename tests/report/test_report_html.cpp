@@ -227,6 +227,19 @@ TEST(CompareRuns, EmulatedOrBrokenRunsAreNotTimedAndCorrectnessWins) {
     EXPECT_EQ(mw::compare_runs(timed_run(1.0, 1.0, false), timed_run(1.0, 1.0)).verdict, "now correct");
 }
 
+// A run disturbed while timed (another process on its cores) is slower than
+// the machine can do: a difference against it is not called real.
+TEST(CompareRuns, ADisturbedRunIsNotJudged) {
+    json quiet = timed_run(1.0, 1.01), busy = timed_run(2.0, 2.02);
+    busy["disturbance"] = {{"disturbed", true}, {"why", "other processes used 50% of its 2 cores"}};
+    EXPECT_EQ(mw::compare_runs(quiet, busy).verdict, "not judged: the new run was disturbed while timed");
+    EXPECT_EQ(mw::compare_runs(busy, quiet).verdict, "not judged: the base run was disturbed while timed");
+    EXPECT_EQ(mw::compare_runs(busy, busy).verdict, "within noise");
+    json calm = busy;
+    calm["disturbance"]["disturbed"] = false;
+    EXPECT_EQ(mw::compare_runs(quiet, calm).verdict, "slower");
+}
+
 // ------------------------------------------------------------ run all's shapes
 
 TEST(RunAll, AnOpShapeForAnOpNotRunIsAUsageError) {

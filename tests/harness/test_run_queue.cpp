@@ -1,5 +1,5 @@
-// The grader's reading of run-queue waits (commands/grade/run_queue.hpp):
-// what tells it that a timed call shared its core with another task.
+// Run-queue waits (harness/run_queue.hpp): what tells the grader that a
+// timed call shared its core with another task.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -9,22 +9,31 @@
 
 #include <chrono>
 
-#include "commands/grade/run_queue.hpp"
+#include "harness/run_queue.hpp"
 
 namespace {
 
-using mw::grade::RunQueueWait;
-using mw::grade::waited_for_core;
+using mw::RunQueueWait;
+using mw::waited_for_core;
 
-// Only working threads (those that ran a tenth of the call) count: a
-// sandbox's process woken by the thaw waits behind the call all along.
+// Only working threads (those that ran a tenth of the call, and 0.1 ms)
+// count: a sandbox's process woken by the thaw waits behind the call all
+// along. A thread that appeared between the snapshots counts from zero; one
+// that is gone counts nothing.
 TEST(RunQueueWait, OnlyWorkingThreadsCount) {
-    const RunQueueWait::Snapshot before = {{1.0, 0.5}, {2.0, 0.1}, {3.0, 0.0}};
-    // A call of 10 ms: the first thread ran 10 ms and waited 1 ms, the
-    // second ran 0.1 ms and waited 9 ms, the third ran 1.5 ms and waited 2 ms.
-    const RunQueueWait::Snapshot after = {{1.010, 0.501}, {2.0001, 0.109}, {3.0015, 0.002}};
-    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.010), 0.003, 1e-9);
-    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.016), 0.001, 1e-9);  // the third is under a tenth now
+    const RunQueueWait::Snapshot before = {{11, {1.0, 0.5}}, {12, {2.0, 0.1}}, {13, {3.0, 0.0}}, {14, {4.0, 0.0}}};
+    // A call of 10 ms: thread 11 ran 10 ms and waited 1 ms, 12 ran 0.1 ms
+    // and waited 9 ms, 13 ran 1.5 ms and waited 2 ms, 14 is gone, and 15
+    // started during the call, ran 4 ms and waited 0.5 ms.
+    const RunQueueWait::Snapshot after = {
+        {11, {1.010, 0.501}}, {12, {2.0001, 0.109}}, {13, {3.0015, 0.002}}, {15, {0.004, 0.0005}}};
+    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.010), 0.0035, 1e-9);
+    EXPECT_NEAR(RunQueueWait::working_ran(before, after, 0.010), 0.0155, 1e-9);
+    // At 16 ms thread 13 is under a tenth.
+    EXPECT_NEAR(RunQueueWait::working_wait(before, after, 0.016), 0.0015, 1e-9);
+    // A very short call: 0.1 ms at least, so a thread that ran 30 us is not working.
+    const RunQueueWait::Snapshot shortly = {{11, {1.00003, 0.5002}}};
+    EXPECT_EQ(RunQueueWait::working_wait(before, shortly, 0.0002), 0);
 }
 
 TEST(RunQueueWait, WakeUpsAreNotASharedCore) {
@@ -41,6 +50,9 @@ TEST(RunQueueWait, NoProcessNoWait) {
     const RunQueueWait gone({999999999});
     EXPECT_TRUE(gone.take().empty());
     EXPECT_EQ(RunQueueWait::working_wait({}, {}, 0.01), 0);
+    // This process: its own thread is listed by its id.
+    const auto self = RunQueueWait({getpid()}).take();
+    EXPECT_EQ(self.count(getpid()), 1u);
 }
 
 double spin_for(double seconds) {

@@ -1,0 +1,77 @@
+// What else the machine did while a variant was timed. A shared host runs
+// other work: a spinning neighbour cost `gemm threads` 13% of its best time
+// and 27% of its median on 2 cores, and a chain of small parallel regions
+// (a decode step) can lose an order of magnitude, waiting at every barrier
+// for a thread the scheduler parked. Nothing in a time says so; this does:
+//
+//   others      CPU time that other processes used on the cores this
+//               process may run on (/proc/stat minus this process's own),
+//               as a share of those cores over the window;
+//   steal       time the hypervisor ran something else on those cores;
+//   run queue   how long this process's working threads waited for a core
+//               (run_queue.hpp), as a share of the time they ran.
+//
+// A window is disturbed when any of them passes kDisturbedShare. Others is
+// not measured over windows too short for /proc/stat's ticks (under
+// kMinOthersWindowS), nor for an MPI rank, whose peers are "others" by
+// design; a GPU's time (CUDA events) is not judged by the CPU's load.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/run_queue.hpp"
+
+namespace mw {
+
+inline constexpr double kDisturbedShare = 0.05;
+inline constexpr double kMinOthersWindowS = 0.4;
+
+struct Disturbance {
+    bool measured = false;       // a window was measured at all
+    double window_s = 0;
+    double others_share = -1;    // -1: not measured (window too short, MPI rank)
+    double steal_share = -1;     // -1: not measured
+    double run_queue_share = 0;  // waited / ran, over the working threads
+    int cores = 0;               // the cores this process may run on
+
+    bool disturbed() const {
+        return measured && (others_share > kDisturbedShare || steal_share > kDisturbedShare ||
+                            run_queue_share > kDisturbedShare);
+    }
+    // What disturbed it, in words ("" when nothing did).
+    std::string why() const;
+    nlohmann::json to_json() const;
+};
+
+// The worse of two windows' (rounds of one variant): each share's larger.
+Disturbance worse(const Disturbance& a, const Disturbance& b);
+
+// Opened before the timed window, closed after it.
+class DisturbanceWindow {
+public:
+    // others_measurable: false for an MPI rank.
+    explicit DisturbanceWindow(bool others_measurable = true);
+    Disturbance close() const;
+
+private:
+    struct CpuTicks {
+        unsigned long long busy = 0, steal = 0;
+    };
+    CpuTicks read_ticks() const;
+
+    std::vector<int> cores_;
+    bool others_measurable_;
+    RunQueueWait threads_;
+    RunQueueWait::Snapshot threads_before_;
+    CpuTicks ticks_before_;
+    double own_cpu_before_ = 0;
+    std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace mw
