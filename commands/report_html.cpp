@@ -607,17 +607,20 @@ void page_head(std::ostream& h, const Page& pg) {
          "checked for correctness only and left out of every timing and plot.</p>\n";
 }
 
-// "faster / slower / within noise" counts of a lever's runs against the baseline.
+// "faster / slower / within noise" counts of a lever's runs against the
+// baseline, and how many were not judged (a side disturbed while timed).
 std::string baseline_counts(const Page& pg, const std::vector<GroupRef>& gs) {
-    int fa = 0, sl = 0, no = 0;
+    int fa = 0, sl = 0, no = 0, nj = 0;
     for (auto& g : gs)
         for (const json* r : g.runs) {
             auto it = pg.base_runs.find(run_key(*r));
             if (it == pg.base_runs.end()) continue;
             const auto v = compare_runs(*it->second, *r).verdict;
             fa += v == "faster", sl += v == "slower", no += v == "within noise";
+            nj += v.rfind("not judged", 0) == 0;
         }
-    return std::to_string(fa) + " / " + std::to_string(sl) + " / " + std::to_string(no);
+    return std::to_string(fa) + " / " + std::to_string(sl) + " / " + std::to_string(no) +
+           (nj ? " (" + std::to_string(nj) + " not judged: disturbed while timed)" : "");
 }
 
 void overview_row(std::ostream& h, const Page& pg, const std::string& l) {

@@ -19,12 +19,19 @@ double own_cpu_seconds() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+// The cores any thread of this process may run on: the union of every
+// thread's mask (OMP_PROC_BIND can bind the main thread to one place).
 std::vector<int> allowed_cores() {
-    cpu_set_t set;
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (const auto& [tid, task] : RunQueueWait({getpid()}).take()) {
+        cpu_set_t one;
+        if (sched_getaffinity(tid, sizeof one, &one) == 0) CPU_OR(&all, &all, &one);
+    }
+    if (CPU_COUNT(&all) == 0) sched_getaffinity(0, sizeof all, &all);
     std::vector<int> cores;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return cores;
     for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) cores.push_back(c);
+        if (CPU_ISSET(c, &all)) cores.push_back(c);
     return cores;
 }
 
@@ -47,20 +54,19 @@ DisturbanceWindow::DisturbanceWindow(bool others_measurable)
 // The busy and steal ticks of this process's cores, from /proc/stat's
 // per-CPU lines: user nice system idle iowait irq softirq steal (guest time
 // is inside user).
-DisturbanceWindow::CpuTicks DisturbanceWindow::read_ticks() const {
-    CpuTicks t;
+std::map<int, DisturbanceWindow::CpuTicks> DisturbanceWindow::read_ticks() const {
+    std::map<int, CpuTicks> t;
     std::ifstream in("/proc/stat");
     std::string line;
     while (std::getline(in, line)) {
         if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
         std::istringstream f(line.substr(3));
         int cpu = -1;
-        unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+        long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
         if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq)) continue;
         f >> steal;
         if (std::find(cores_.begin(), cores_.end(), cpu) == cores_.end()) continue;
-        t.busy += user + nice + system + irq + softirq;
-        t.steal += steal;
+        t[cpu] = {user + nice + system + irq + softirq, steal};
     }
     return t;
 }
@@ -69,19 +75,37 @@ Disturbance DisturbanceWindow::close() const {
     Disturbance d;
     d.window_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     const double own = own_cpu_seconds() - own_cpu_before_;
-    const CpuTicks ticks = read_ticks();
+    const auto ticks = read_ticks();
     const auto after = threads_.take();
     d.measured = true;
     d.cores = static_cast<int>(cores_.size());
     const double hz = double(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-    const double core_s = d.window_s * std::max(1, d.cores);
-    if (d.window_s >= kMinOthersWindowS && !cores_.empty()) {
-        d.steal_share = double(ticks.steal - ticks_before_.steal) / hz / core_s;
-        if (others_measurable_)
-            d.others_share = std::max(0.0, double(ticks.busy - ticks_before_.busy) / hz - own) / core_s;
+    if (d.window_s >= kMinOthersWindowS && !ticks.empty()) {
+        // Per CPU, over the CPUs in both reads (one taken offline drops out),
+        // each delta within [0, the window]: a counter that went back (a
+        // migrated guest's steal) or jumped counts as nothing or all.
+        const double most = d.window_s * hz;
+        double busy = 0, steal = 0;
+        int cpus = 0;
+        for (const auto& [cpu, a] : ticks) {
+            const auto b = ticks_before_.find(cpu);
+            if (b == ticks_before_.end()) continue;
+            busy += std::clamp(double(a.busy - b->second.busy), 0.0, most);
+            steal += std::clamp(double(a.steal - b->second.steal), 0.0, most);
+            ++cpus;
+        }
+        if (cpus > 0) {
+            const double core_s = d.window_s * cpus;
+            d.steal_share = std::min(1.0, steal / hz / core_s);
+            if (others_measurable_) d.others_share = std::clamp((busy / hz - own) / core_s, 0.0, 1.0);
+        }
     }
     const double ran = RunQueueWait::working_ran(threads_before_, after, d.window_s);
     d.run_queue_share = ran > 0 ? RunQueueWait::working_wait(threads_before_, after, d.window_s) / ran : 0;
+    for (const auto& [tid, a] : after) {
+        const auto b = threads_before_.find(tid);
+        d.working_threads += a.ran_s - (b == threads_before_.end() ? 0.0 : b->second.ran_s) >= 0.1 * d.window_s;
+    }
     return d;
 }
 
@@ -92,14 +116,14 @@ std::string Disturbance::why() const {
         add("other processes used " + percent(others_share) + " of its " + std::to_string(cores) + " core" +
             (cores == 1 ? "" : "s"));
     if (steal_share > kDisturbedShare) add("the hypervisor took " + percent(steal_share) + " of them (steal)");
-    if (run_queue_share > kDisturbedShare)
+    if (!s.empty() && run_queue_share > kDisturbedShare)
         add("its threads waited for a core " + percent(run_queue_share) + " as long as they ran");
     return s;
 }
 
 nlohmann::json Disturbance::to_json() const {
     nlohmann::json j = {{"disturbed", disturbed()}, {"window_s", window_s}, {"cores", cores},
-                        {"run_queue_share", run_queue_share}};
+                        {"run_queue_share", run_queue_share}, {"working_threads", working_threads}};
     j["others_share"] = others_share >= 0 ? nlohmann::json(others_share) : nlohmann::json();
     j["steal_share"] = steal_share >= 0 ? nlohmann::json(steal_share) : nlohmann::json();
     if (disturbed()) j["why"] = why();
@@ -114,6 +138,7 @@ Disturbance worse(const Disturbance& a, const Disturbance& b) {
     d.others_share = std::max(a.others_share, b.others_share);
     d.steal_share = std::max(a.steal_share, b.steal_share);
     d.run_queue_share = std::max(a.run_queue_share, b.run_queue_share);
+    d.working_threads = std::max(a.working_threads, b.working_threads);
     d.cores = std::max(a.cores, b.cores);
     return d;
 }

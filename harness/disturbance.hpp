@@ -9,17 +9,21 @@
 //               as a share of those cores over the window;
 //   steal       time the hypervisor ran something else on those cores;
 //   run queue   how long this process's working threads waited for a core
-//               (run_queue.hpp), as a share of the time they ran.
+//               (run_queue.hpp), per second they ran: reported, not judged
+//               alone (its own threads beyond the cores, OpenBLAS's pool
+//               beside OpenMP's, and every wake-up count there too).
 //
-// A window is disturbed when any of them passes kDisturbedShare. Others is
-// not measured over windows too short for /proc/stat's ticks (under
-// kMinOthersWindowS), nor for an MPI rank, whose peers are "others" by
-// design; a GPU's time (CUDA events) is not judged by the CPU's load.
+// A window is disturbed when others or steal passes kDisturbedShare. Both
+// need a window long enough for /proc/stat's ticks (kMinOthersWindowS);
+// others is not measured for an MPI rank, whose peers are other processes
+// by design. Not opened for a GPU's time (CUDA events) nor for cuda-emu's
+// one emulated call (TimingOptions::judge_load).
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,13 +40,13 @@ struct Disturbance {
     bool measured = false;       // a window was measured at all
     double window_s = 0;
     double others_share = -1;    // -1: not measured (window too short, MPI rank)
-    double steal_share = -1;     // -1: not measured
+    double steal_share = -1;     // -1: not measured (window too short)
     double run_queue_share = 0;  // waited / ran, over the working threads
+    int working_threads = 0;     // threads that ran a tenth of the window
     int cores = 0;               // the cores this process may run on
 
     bool disturbed() const {
-        return measured && (others_share > kDisturbedShare || steal_share > kDisturbedShare ||
-                            run_queue_share > kDisturbedShare);
+        return measured && (others_share > kDisturbedShare || steal_share > kDisturbedShare);
     }
     // What disturbed it, in words ("" when nothing did).
     std::string why() const;
@@ -61,15 +65,15 @@ public:
 
 private:
     struct CpuTicks {
-        unsigned long long busy = 0, steal = 0;
+        long long busy = 0, steal = 0;
     };
-    CpuTicks read_ticks() const;
+    std::map<int, CpuTicks> read_ticks() const;  // by CPU, of this process's cores
 
     std::vector<int> cores_;
     bool others_measurable_;
     RunQueueWait threads_;
     RunQueueWait::Snapshot threads_before_;
-    CpuTicks ticks_before_;
+    std::map<int, CpuTicks> ticks_before_;
     double own_cpu_before_ = 0;
     std::chrono::steady_clock::time_point t0_;
 };

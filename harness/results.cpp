@@ -379,7 +379,8 @@ std::string report_markdown(const nlohmann::json& doc) {
                 os << " |\n";
                 continue;
             }
-            const bool disturbed = r.contains("disturbance") && r["disturbance"].value("disturbed", false);
+            const bool disturbed =
+                meaningful && r.contains("disturbance") && r["disturbance"].value("disturbed", false);
             any_disturbed = any_disturbed || disturbed;
             os << (meaningful ? "" : "(emulated, not meaningful) ") << time_str(t.value("best", t["min"].get<double>()))
                << " [" << time_str(t["median"].get<double>()) << "]" << (disturbed ? " (disturbed*)" : "") << " | "
@@ -396,11 +397,11 @@ std::string report_markdown(const nlohmann::json& doc) {
     }
     if (any_disturbed) {
         os << "\n\\* disturbed: while this variant was timed, other processes or the hypervisor took more than "
-           << fmt(kDisturbedShare * 100, 2) << "% of its cores, or its threads waited for a core that long "
-           << "(the row's `disturbance` says which). Its time is slower than this machine can do, and a speedup "
-              "against it is not this machine's.\n";
+           << fmt(kDisturbedShare * 100, 2) << "% of its cores (the row's `disturbance` says which). Its time is "
+           << "slower than this machine can do, and a speedup against it is not this machine's.\n";
         for (auto& r : doc["runs"])
-            if (r.contains("disturbance") && r["disturbance"].value("disturbed", false))
+            if (r.value("timing_meaningful", true) && r.contains("disturbance") &&
+                r["disturbance"].value("disturbed", false))
                 os << "- " << group_key(r) << " / " << r["variant"].get<std::string>() << ": "
                    << r["disturbance"].value("why", std::string("?")) << "\n";
     }
@@ -485,7 +486,7 @@ RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now
             return r.contains("disturbance") && r["disturbance"].value("disturbed", false);
         };
         const bool db = disturbed(base), dn = disturbed(now);
-        if (c.verdict != "within noise" && (db || dn))
+        if (db || dn)
             c.verdict = std::string("not judged: ") +
                         (db && dn ? "both runs were" : db ? "the base run was" : "the new run was") +
                         " disturbed while timed";
@@ -510,7 +511,8 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
        << "\n\nRatio = base best time / new best time (above 1: the new run is faster). Times from different runs "
           "are not a measured speedup: read large ratios only, and re-run both in one session to confirm. "
           "Verdict: faster or slower only beyond the noise, twice the larger spread (median / best) of the "
-          "two runs and at least 5%.\n\n";
+          "two runs and at least 5%; not judged where either run was disturbed while timed (other processes or "
+          "the hypervisor held its cores: the row's `disturbance`).\n\n";
     const std::string wb = base["machine"].value("omp_wait_policy", "unrecorded"),
                       wn = now["machine"].value("omp_wait_policy", "unrecorded");
     if (wb != wn)

@@ -501,6 +501,7 @@ TimingStats time_variant(const Variant& v, const Group& g, const RunRequest& req
     if (v.backend == Backend::cuda_emu) {  // emulated: one timed call is all it's worth
         topt.min_samples = topt.max_samples = 1;
         topt.budget_s = 0;
+        topt.judge_load = false;
     }
     std::string gb;
     const TimingStats t = time_instance(

@@ -188,11 +188,11 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
 
     std::ostringstream json;
     CollectingReporter rep(gbench_json ? &json : nullptr);
-    // A GPU's time (CUDA events) is not the CPU's load to judge; an MPI
-    // rank's peers are other processes by design (only its own threads'
-    // waits are measured).
+    // A GPU's time (CUDA events) is not the CPU's load to judge, nor is an
+    // emulated call's (judge_load); an MPI rank's peers are other processes
+    // by design, so its window measures steal and its own threads only.
     std::optional<DisturbanceWindow> window;
-    if (!inst.device_time) window.emplace(!inst.agree_estimate);
+    if (!inst.device_time && opts.judge_load) window.emplace(!inst.agree_estimate);
     benchmark::RunSpecifiedBenchmarks(&rep);
     benchmark::ClearRegisteredBenchmarks();
     if (gbench_json) *gbench_json = json.str();

@@ -24,6 +24,7 @@ struct TimingOptions {
     int max_samples = 100;   // best-of-N needs a window long enough to outlast a noisy neighbour
     bool cold = false;              // evict caches before every call
     double estimate_s = 0;          // time of one call if known (from the check run)
+    bool judge_load = true;         // measure what else the machine did (disturbance.hpp); not for cuda-emu
 };
 
 struct TimingStats {

@@ -169,6 +169,23 @@ TEST(Disturbance, ADeviceTimeIsNotJudged) {
     mw::TimingOptions o;
     o.budget_s = 0.005, o.min_samples = 2, o.max_samples = 2;
     EXPECT_FALSE(mw::time_instance("gpu", inst, o).disturbance.measured);
+    // Nor an emulated call's (the runner asks so for cuda-emu).
+    auto cpu = spinner(std::chrono::microseconds(100));
+    o.judge_load = false;
+    EXPECT_FALSE(mw::time_instance("emulated", cpu, o).disturbance.measured);
+}
+
+// Its own threads waiting behind each other (more of them than cores) are
+// reported, but are not a disturbance: a quieter machine would not help.
+TEST(Disturbance, OwnThreadsWaitingIsNotADisturbance) {
+    mw::Disturbance d;
+    d.measured = true;
+    d.cores = 1, d.working_threads = 2;
+    d.others_share = 0.01, d.steal_share = 0, d.run_queue_share = 0.9;
+    EXPECT_FALSE(d.disturbed());
+    EXPECT_EQ(d.why(), "");
+    d.others_share = 0.4;
+    EXPECT_EQ(d.why(), "other processes used 40% of its 1 core; its threads waited for a core 90% as long as they ran");
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ TEST(CompareRuns, ADisturbedRunIsNotJudged) {
     busy["disturbance"] = {{"disturbed", true}, {"why", "other processes used 50% of its 2 cores"}};
     EXPECT_EQ(mw::compare_runs(quiet, busy).verdict, "not judged: the new run was disturbed while timed");
     EXPECT_EQ(mw::compare_runs(busy, quiet).verdict, "not judged: the base run was disturbed while timed");
-    EXPECT_EQ(mw::compare_runs(busy, busy).verdict, "within noise");
+    EXPECT_EQ(mw::compare_runs(busy, busy).verdict, "not judged: both runs were disturbed while timed");
     json calm = busy;
     calm["disturbance"]["disturbed"] = false;
     EXPECT_EQ(mw::compare_runs(quiet, calm).verdict, "slower");
