@@ -1,8 +1,8 @@
 // What else the machine did while a variant was timed. A shared host runs
-// other work: a spinning neighbour cost `gemm threads` 13% of its best time
-// and 27% of its median on 2 cores, and a chain of small parallel regions
-// (a decode step) can lose an order of magnitude, waiting at every barrier
-// for a thread the scheduler parked. Nothing in a time says so; this does:
+// other work: a spinning neighbour slows a multi-threaded rung, and a chain
+// of small parallel regions (a decode step) can lose far more than a core's
+// share, waiting at every barrier for a thread the scheduler parked.
+// Nothing in a time says so; this does:
 //
 //   others      CPU time that other processes used on the cores this
 //               process may run on (/proc/stat minus this process's own),

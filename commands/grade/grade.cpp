@@ -1061,6 +1061,13 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
     double t_ref = 1e30, t_sub = 1e30;  // each side's best call this round
     double c_ref = 1e30, c_sub = 1e30;  // and its best undisturbed one
     const bool debug = std::getenv("MEMWALL_GRADE_DEBUG");
+    // One timed call's time and wait, into its side's bests and count.
+    auto record = [&](const char* side, double sec, double waited, double& best, double& clean, int& disturbed) {
+        best = std::min(best, sec);
+        if (waited_for_core(waited, sec)) ++disturbed;
+        else clean = std::min(clean, sec);
+        if (debug) std::fprintf(stderr, "  %s call %.3f ms, waited %.3f ms\n", side, sec * 1e3, waited * 1e3);
+    };
     auto ref_burst = [&] {
         wait_idle(race.s);
         const RunQueueWait wait = run_queue_of(race.r.worker);
@@ -1072,10 +1079,7 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
             const double waited =
                 race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take(), o.wall_s);
             ++t.ref_calls;
-            t_ref = std::min(t_ref, sec);
-            if (waited_for_core(waited, sec)) ++t.disturbed_ref;
-            else c_ref = std::min(c_ref, sec);
-            if (debug) std::fprintf(stderr, "  reference call %.3f ms, waited %.3f ms\n", sec * 1e3, waited * 1e3);
+            record("reference", sec, waited, t_ref, c_ref, t.disturbed_ref);
         }
     };
     if (round % 2 == 0) ref_burst();
@@ -1086,12 +1090,8 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
         const Outcome o = run_call(race.s, &c);
         ++t.calls;
         if (!o.ok) return "timed call " + std::to_string(t.calls) + ": " + o.message;
-        const double sec = race.sub_seconds(o);
-        const double waited = RunQueueWait::working_wait(before, wait.take(), o.wall_s);
-        t_sub = std::min(t_sub, sec);
-        if (waited_for_core(waited, sec)) ++t.disturbed_sub;
-        else c_sub = std::min(c_sub, sec);
-        if (debug) std::fprintf(stderr, "  submission call %.3f ms, waited %.3f ms\n", sec * 1e3, waited * 1e3);
+        record("submission", race.sub_seconds(o), RunQueueWait::working_wait(before, wait.take(), o.wall_s), t_sub,
+               c_sub, t.disturbed_sub);
     }
     if (round % 2 == 1) ref_burst();
     for (int i = 0; i < kBurst; ++i)
