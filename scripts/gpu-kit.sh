@@ -6,6 +6,7 @@
 #                                  small shapes, in a view where the libraries the kit must carry are
 #                                  hidden (bubblewrap), and check the archive it makes
 #   --no-build                     pack from the build that is there (tests; a build just made)
+#   --fast                         pack with xz's preset 1 (tests: 22 s instead of 200 on 2 cores, ~12% bigger)
 #   --out DIR                      where the dry run leaves its archive (default: a temporary folder)
 #   --kit DIR                      pack the kit there instead of gpu-kit/ (tests)
 #   scripts/gpu-kit.sh --import ARCHIVE
@@ -22,16 +23,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-DRY=0 BUILD=1 DRY_OUT="" IMPORT="" KIT_ARG=""
+DRY=0 BUILD=1 FAST=0 DRY_OUT="" IMPORT="" KIT_ARG=""
 while [ $# -gt 0 ]; do
   case $1 in
     --import) [ $# -ge 2 ] || { echo "scripts/gpu-kit.sh: --import needs an archive" >&2; exit 2; }; IMPORT=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
     --no-build) BUILD=0; shift ;;
+    --fast) FAST=1; shift ;;
     --out) [ $# -ge 2 ] || { echo "scripts/gpu-kit.sh: --out needs a folder" >&2; exit 2; }; DRY_OUT=$2; shift 2 ;;
     --kit) [ $# -ge 2 ] || { echo "scripts/gpu-kit.sh: --kit needs a folder" >&2; exit 2; }; KIT_ARG=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-    *) echo "scripts/gpu-kit.sh: unknown option '$1' (valid: --dry-run, --no-build, --out DIR, --kit DIR, --import ARCHIVE)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "scripts/gpu-kit.sh: unknown option '$1' (valid: --dry-run, --no-build, --fast, --out DIR, --kit DIR, --import ARCHIVE)" >&2; exit 2 ;;
   esac
 done
 
@@ -99,8 +101,10 @@ ldd "${BINS[@]}" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
   while read -r name path; do
     if ! [[ $name =~ $PROVIDED ]]; then cp -L "$path" "$P/lib/$name"; fi
   done
-# Debug sections only: cuda-emu reads the symbol table (the dry run's kernels).
-for b in "${BINS[@]}" "$P"/lib/*; do strip --strip-debug "$b"; done
+# Debug sections only: cuda-emu reads the symbol table (the dry run's kernels),
+# the file symbols included: they tell it which object's copy of a kernel's
+# static __shared__ arrays is the kernel's own (without them it refuses).
+for b in "${BINS[@]}" "$P"/lib/*; do strip --strip-debug --keep-file-symbols "$b"; done
 # DT_RPATH (--force-rpath), not DT_RUNPATH: it also serves the packed
 # libraries' own dependencies (OpenBLAS -> gfortran -> quadmath).
 for b in "${BINS[@]}"; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$b"; done
@@ -117,7 +121,10 @@ for l in "$P"/lib/*; do patchelf --force-rpath --set-rpath '$ORIGIN' "$l"; done
 # One xz stream with a dictionary larger than a binary: the test executables
 # share most of their bytes (every kernel and its sm_80/sm_90 code), which
 # it stores once: about 21 MB packed (kit.txt, `du` of gpu-kit/).
-tar -cf - -C "$P" bin tests lib | xz -9 -T "$(nproc)" --lzma2=dict=192MiB > "$KIT.tmp/payload.tar.xz"
+# --fast: preset 1 with the same dictionary, 10 times quicker, a little bigger.
+PRESET=9
+[ "$FAST" = 1 ] && PRESET=1
+tar -cf - -C "$P" bin tests lib | xz -T "$(nproc)" --lzma2=preset=$PRESET,dict=192MiB > "$KIT.tmp/payload.tar.xz"
 rm -rf "$P"
 rm -rf "$KIT"
 mv "$KIT.tmp" "$KIT"

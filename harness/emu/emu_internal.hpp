@@ -23,6 +23,7 @@ struct KernelInfo {
     std::string name;                 // demangled, or "kernel at 0x..." without symbols
     std::vector<SharedArray> shared;  // its static __shared__ arrays
     bool symbols = false;             // false: the binary has no symbol table for it
+    std::string ambiguous;            // non-empty: which static has copies no file symbol tells apart
 };
 
 // Reads the ELF symbol table of the module holding `kernel` (once per kernel).

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -164,12 +165,18 @@ KernelInfo describe(const void* kernel) {
     }
     std::string encoding = mangled.rfind("_Z", 0) == 0 ? mangled.substr(2) : std::to_string(mangled.size()) + mangled;
     std::string prefix = "_ZZ" + encoding + "E";
+    // Without the STT_FILE symbols (strip --strip-debug drops them unless
+    // told --keep-file-symbols) the bounds above are the whole table: the
+    // statics of every object's copy of the kernel match, and neither their
+    // sum nor any one copy is known to be this kernel's.
+    std::set<std::string_view> seen;
     for (std::size_t i = lo; i < hi; ++i) {
         const auto& s = elf.syms[i];
         if (ELF64_ST_TYPE(s.st_info) != STT_TLS || s.st_shndx == SHN_UNDEF || s.st_size == 0) continue;
         std::string_view name = elf.strtab + s.st_name;
-        if (name.substr(0, prefix.size()) == prefix)
-            info.shared.push_back({mod.tls_module, s.st_value, s.st_size, demangle(name.data())});
+        if (name.substr(0, prefix.size()) != prefix) continue;
+        info.shared.push_back({mod.tls_module, s.st_value, s.st_size, demangle(name.data())});
+        if (!seen.insert(name).second && info.ambiguous.empty()) info.ambiguous = info.shared.back().name;
     }
     return info;
 }
