@@ -150,6 +150,16 @@ std::string ratio_or_dash(const json& r, const char* key) {
     return it != r.end() && it->is_number() ? ratio_str(it->get<double>()) : "—";
 }
 
+// The speedup's range over paired rounds (speedup_vs_naive_range), small, under the ratio; "" without one.
+std::string range_html(const json& r) {
+    auto it = r.find("speedup_vs_naive_range");
+    if (it == r.end() || !it->is_object()) return "";
+    const json& g = *it;
+    return "<br><small title=\"the range over " + std::to_string(g.value("rounds", 0)) +
+           " interleaved rounds, each round's best against the naive rung's best of the same round\">" +
+           ratio_str(g["lo"].get<double>()) + "–" + ratio_str(g["hi"].get<double>()) + "</small>";
+}
+
 std::string duration_str(double s) {
     return s >= 60 ? fmt("%d m %02d s", int(s) / 60, int(s) % 60) : fmt("%.1f s", s);
 }
@@ -409,7 +419,8 @@ void runs_table(std::ostream& h, const GroupRef& g) {
               << num_or_dash(r, "gflops") << "</td><td>" << num_or_dash(r, "gbps") << "</td>";
         else
             h << "<td class=\"dim\">emulated: not timed</td><td>—</td><td>—</td><td>—</td>";
-        h << "<td>" << num_or_dash(r, "intensity") << "</td><td>" << ratio_or_dash(r, "speedup_vs_naive") << "</td><td>"
+        h << "<td>" << num_or_dash(r, "intensity") << "</td><td>" << ratio_or_dash(r, "speedup_vs_naive") << range_html(r)
+          << "</td><td>"
           << ratio_or_dash(r, "speedup_vs_vendor") << "</td><td>" << num_or_dash(r, "fraction_of_roof", 2) << "</td>";
         if (units) h << "<td>" << (timed(r) ? num_or_dash(r, "units_per_s", 4) : "—") << "</td>";
         if (mfu) h << "<td>" << num_or_dash(r, "mfu", 2) << "</td>";

@@ -53,6 +53,10 @@ void validate(RunFlags& f) {
     }
     if (f.threads_given) check_threads("--threads", req.threads);
     if (req.timing.budget_s < 0) throw UsageError("--budget must be >= 0 seconds");
+    if (!(req.timing.until_stable_s >= 0 && req.timing.until_stable_s <= 3600))
+        throw UsageError("--until-stable must be between 0 and 3600 seconds, got " + fmt("%g", req.timing.until_stable_s));
+    if (!(req.timing.wait_quiet_s >= 0 && req.timing.wait_quiet_s <= 3600))
+        throw UsageError("--wait-quiet must be between 0 and 3600 seconds, got " + fmt("%g", req.timing.wait_quiet_s));
     if (req.rounds < 1 || req.rounds > 100)
         throw UsageError("--rounds " + std::to_string(req.rounds) + " is out of range; valid: 1..100");
     if (req.quick) {
@@ -141,6 +145,16 @@ MW_REGISTER_COMMAND_AT(run, "run", 1, [](CLI::App& app) -> CommandAction {
                       "Run the naive rung only if named with --variant (no 'vs naive' speedups then)");
     run_cmd->add_option("--seed", req.seed, "Seed of the generated inputs")->default_val(42);
     run_cmd->add_option("--budget", req.timing.budget_s, "Seconds of timed calls per variant")->default_val(3.0);
+    run_cmd->add_option("--until-stable", req.timing.until_stable_s,
+                        "After --budget's samples, more batches of as many while a batch still lowers the best time "
+                        "by more than 1%, for at most this many seconds more; time_s.stable says whether it settled "
+                        "(0: one batch)")
+        ->default_val(0.0);
+    run_cmd->add_option("--wait-quiet", req.timing.wait_quiet_s,
+                        "Before each variant's timed calls, wait up to this many seconds for a quiet machine "
+                        "(others and the hypervisor under 5% of this run's cores over half a second); the row's "
+                        "quiet_wait says how long, and whether it came (0: don't wait)")
+        ->default_val(0.0);
     run_cmd->add_option("--rounds", req.rounds,
                         "Time every variant this many times, round-robin per shape, with statistics over all "
                         "rounds; on the CPU the DRAM read roof is re-measured before each round (a noisy shared "

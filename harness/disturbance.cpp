@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace mw {
 
@@ -127,6 +128,39 @@ nlohmann::json Disturbance::to_json() const {
     j["others_share"] = others_share >= 0 ? nlohmann::json(others_share) : nlohmann::json();
     j["steal_share"] = steal_share >= 0 ? nlohmann::json(steal_share) : nlohmann::json();
     if (disturbed()) j["why"] = why();
+    return j;
+}
+
+QuietWait wait_for_quiet(double max_s, bool others_measurable) {
+    QuietWait q;
+    q.asked_s = max_s;
+    if (max_s <= 0) return q;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+        DisturbanceWindow probe(others_measurable);
+        std::this_thread::sleep_for(std::chrono::duration<double>(kQuietProbeS));
+        q.last = probe.close();
+        ++q.probes;
+        q.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        q.quiet = !q.last.disturbed();
+        if (q.quiet || q.waited_s >= max_s) return q;
+    }
+}
+
+QuietWait merge(const QuietWait& a, const QuietWait& b) {
+    if (!a.asked()) return b;
+    if (!b.asked()) return a;
+    QuietWait q = a.quiet ? b : a;  // the last of a wait that failed says why
+    q.asked_s = std::max(a.asked_s, b.asked_s);
+    q.waited_s = a.waited_s + b.waited_s;
+    q.probes = a.probes + b.probes;
+    q.quiet = a.quiet && b.quiet;
+    return q;
+}
+
+nlohmann::json QuietWait::to_json() const {
+    nlohmann::json j = {{"asked_s", asked_s}, {"waited_s", waited_s}, {"probes", probes}, {"quiet", quiet}};
+    if (!quiet) j["why"] = last.why();
     return j;
 }
 

@@ -56,6 +56,28 @@ struct Disturbance {
 // The worse of two windows' (rounds of one variant): each share's larger.
 Disturbance worse(const Disturbance& a, const Disturbance& b);
 
+// A wait for a quiet machine before a variant's samples (--wait-quiet S):
+// windows of kQuietProbeS with this process asleep, until one is not
+// disturbed or S seconds have passed. The samples then start on a machine
+// that was quiet a moment ago; their own window still says whether it stayed so.
+inline constexpr double kQuietProbeS = 0.5;  // >= kMinOthersWindowS: others and steal measurable
+
+struct QuietWait {
+    double asked_s = 0;   // 0: no wait asked
+    double waited_s = 0;  // the probes' time, the last (quiet) one included
+    int probes = 0;
+    bool quiet = true;    // false: still disturbed when asked_s ran out
+    Disturbance last;     // the last probe's window
+
+    bool asked() const { return asked_s > 0; }
+    nlohmann::json to_json() const;
+};
+
+QuietWait wait_for_quiet(double max_s, bool others_measurable = true);
+
+// Two waits of one variant (its rounds): times and probes added, quiet only if both were.
+QuietWait merge(const QuietWait& a, const QuietWait& b);
+
 // Opened before the timed window, closed after it.
 class DisturbanceWindow {
 public:

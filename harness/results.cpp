@@ -228,6 +228,13 @@ std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = 
     return fmt(v.get<double>(), prec) + suffix;
 }
 
+// " (lo–hi)": the speedup's range over paired rounds (speedup_vs_naive_range), or "".
+std::string range_str(const nlohmann::json& r) {
+    auto it = r.find("speedup_vs_naive_range");
+    if (it == r.end() || !it->is_object()) return "";
+    return " (" + fmt((*it)["lo"].get<double>(), 3) + "–" + fmt((*it)["hi"].get<double>(), 3) + ")";
+}
+
 std::string group_key(const nlohmann::json& r) {
     return r["lever"].get<std::string>() + " / " + r["op"].get<std::string>() + " / " +
            r["backend"].get<std::string>() + " / " + r["dtype"].get<std::string>() + " / " +
@@ -347,7 +354,13 @@ std::string report_markdown(const nlohmann::json& doc) {
            << " GB/s, fp32 peak " << fmt(c.value("peak_fp32_gflops", 0.0)) << " GFLOP/s (all threads)\n";
     if (doc.contains("command")) os << "- command: `" << doc["command"].get<std::string>() << "`\n";
     os << "\nTimes are per call: best of N samples (median in brackets). Speedups are ratios of best-of-N "
-          "times measured in this run.\n";
+          "times measured in this run";
+    const bool ranges = std::any_of(doc["runs"].begin(), doc["runs"].end(),
+                                    [](const nlohmann::json& r) { return r.contains("speedup_vs_naive_range"); });
+    if (ranges)
+        os << "; in parentheses, the range of the speedup over the run's interleaved rounds, each round's best "
+              "against the naive rung's best of the same round";
+    os << ".\n";
 
     std::map<std::string, std::vector<const nlohmann::json*>> groups;
     std::vector<std::string> order;
@@ -387,7 +400,7 @@ std::string report_markdown(const nlohmann::json& doc) {
                << t["samples"] << " | "
                << (meaningful ? fmt(r["gflops"].get<double>()) : "—") << " | "
                << (meaningful ? fmt(r["gbps"].get<double>()) : "—") << " | " << fmt(r["intensity"].get<double>())
-               << " | " << fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") << " | "
+               << " | " << fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") << range_str(r) << " | "
                << fmt_opt(r.value("speedup_vs_vendor", nlohmann::json()), 3, "x") << " | "
                << fmt_opt(r.value("fraction_of_roof", nlohmann::json()), 2);
             for (auto& c : extra) os << " | " << c.cell(r);
@@ -512,7 +525,9 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
           "are not a measured speedup: read large ratios only, and re-run both in one session to confirm. "
           "Verdict: faster or slower only beyond the noise, twice the larger spread (median / best) of the "
           "two runs and at least 5%; not judged where either run was disturbed while timed (other processes or "
-          "the hypervisor held its cores: the row's `disturbance`).\n\n";
+          "the hypervisor held its cores: the row's `disturbance`). Beside it, each run's own speedup over its "
+          "naive rung, measured within that run (with --rounds, the range over its interleaved rounds in "
+          "parentheses): two runs' speedups compare where their times do not.\n\n";
     const std::string wb = base["machine"].value("omp_wait_policy", "unrecorded"),
                       wn = now["machine"].value("omp_wait_policy", "unrecorded");
     if (wb != wn)
@@ -526,7 +541,11 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
     if (hb != hn)
         os << "**Transparent huge pages differ: base " << hb << ", new " << hn
            << ".** A DRAM stream through 4 KiB pages can be much slower than through 2 MiB ones.\n\n";
-    os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) |\n|---|---:|---:|---:|---|\n";
+    os << "| op / backend / dtype / shape / variant | base | new | ratio | verdict (noise) | vs naive: base | vs naive: "
+          "new |\n|---|---:|---:|---:|---|---:|---:|\n";
+    auto speedup = [](const nlohmann::json& r) {
+        return fmt_opt(r.value("speedup_vs_naive", nlohmann::json()), 3, "x") + range_str(r);
+    };
     int matched = 0;
     for (auto& r : now["runs"]) {
         auto it = b.find(key(r));
@@ -537,10 +556,11 @@ std::string compare_markdown(const nlohmann::json& base, const nlohmann::json& n
         const RunComparison v = compare_runs(*it->second, r);
         os << "| " << key(r) << " | " << time_str(xb) << " | " << time_str(xn) << " | "
            << (xn > 0 ? fmt(xb / xn) + "x" : "—") << " | " << v.verdict
-           << (v.noise > 0 ? " (±" + fmt(100 * v.noise, 2) + "%)" : "") << " |\n";
+           << (v.noise > 0 ? " (±" + fmt(100 * v.noise, 2) + "%)" : "") << " | " << speedup(*it->second) << " | "
+           << speedup(r) << " |\n";
         ++matched;
     }
-    if (matched == 0) os << "| (no run appears in both files) | | | | |\n";
+    if (matched == 0) os << "| (no run appears in both files) | | | | | | |\n";
     return os.str();
 }
 

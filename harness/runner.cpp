@@ -502,6 +502,7 @@ TimingStats time_variant(const Variant& v, const Group& g, const RunRequest& req
         topt.min_samples = topt.max_samples = 1;
         topt.budget_s = 0;
         topt.judge_load = false;
+        topt.until_stable_s = 0;
     }
     std::string gb;
     const TimingStats t = time_instance(
@@ -550,6 +551,17 @@ void report_progress(std::ostream& progress, const json& r, const TimingStats& t
     if (r.contains("units_per_s"))
         progress << ", " << r["units_per_s"].get<double>() << " " << r["unit"].get<std::string>() << "/s";
     progress << "\n";
+    if (t.until_stable && !t.stable)
+        progress << "      not stable within --until-stable: "
+                 << (t.batches == 1 ? std::string("no time for a second batch of samples")
+                                    : std::to_string(t.batches) + " batches, the last still lowered the best by over " +
+                                          fmt("%g", kStableShare * 100) + "%")
+                 << "\n";
+    if (t.quiet_wait.asked() && !t.quiet_wait.quiet)
+        progress << "      no quiet machine within --wait-quiet " << fmt("%g", t.quiet_wait.asked_s)
+                 << " s (" << t.quiet_wait.last.why() << "): timed anyway\n";
+    else if (t.quiet_wait.probes > 1)
+        progress << "      waited " << fmt("%.1f", t.quiet_wait.waited_s) << " s for a quiet machine\n";
     if (t.disturbance.disturbed())
         progress << "      DISTURBED while timed: " << t.disturbance.why()
                  << ". The time is slower than this machine can do; time it again on a quiet machine.\n";
@@ -627,6 +639,34 @@ void set_time(json& r, const TimingStats& t) {
                    {"mean", t.mean}, {"samples", t.samples}, {"iterations_per_sample", t.iterations},
                    {"cold", t.cold}};
     if (t.disturbance.measured) r["disturbance"] = t.disturbance.to_json();
+    if (t.quiet_wait.asked()) r["quiet_wait"] = t.quiet_wait.to_json();
+    if (t.round_best.size() >= 2) r["time_s"]["round_best"] = t.round_best;
+    if (t.until_stable) {
+        r["time_s"]["batches"] = t.batches;
+        r["time_s"]["stable"] = t.stable;
+    }
+}
+
+// The speedup over the naive rung round by round (--rounds N, interleaved:
+// round i of both ran minutes apart at most, on the same machine state), as
+// the range of the N paired ratios; null with one round, or unpaired rounds.
+// The best-of-all ratio always lies inside it (min a / min b sits between
+// the smallest and largest a_i / b_i).
+json speedup_range(const json& naive_time, const json& time) {
+    const json none;
+    if (!naive_time.contains("round_best") || !time.contains("round_best")) return none;
+    const json& a = naive_time["round_best"];
+    const json& b = time["round_best"];
+    if (a.size() != b.size() || a.size() < 2) return none;
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double x = a[i].get<double>(), y = b[i].get<double>();
+        if (!(x > 0 && y > 0)) return none;
+        const double ratio = x / y;
+        lo = i == 0 ? ratio : std::min(lo, ratio);
+        hi = i == 0 ? ratio : std::max(hi, ratio);
+    }
+    return {{"lo", lo}, {"hi", hi}, {"rounds", a.size()}};
 }
 
 // Folds a later round's row into the first: the verdict holds only if every
@@ -677,6 +717,9 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
         r["speedup_vs_naive"] = meaningful && naive_best > 0 ? json(naive_best / best) : json();
         r["speedup_vs_naive_median"] =
             meaningful && naive_median > 0 ? json(naive_median / r["time_s"]["median"].get<double>()) : json();
+        if (meaningful && naive_best > 0 && &r != naive)  // the naive rung's own: 1x every round
+            if (json range = speedup_range((*naive)["time_s"], r["time_s"]); !range.is_null())
+                r["speedup_vs_naive_range"] = range;
         r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? json(vendor_best / best) : json();
         const bool read = r.value("memory_roof", "") == "dram_read";
         const std::string compute = r.value("compute_dtype", "fp32");

@@ -91,6 +91,11 @@ TimingStats merge_timing(const TimingStats& a, const TimingStats& b) {
     TimingStats s = a;
     s.iterations = std::max(a.iterations, b.iterations);
     s.disturbance = worse(a.disturbance, b.disturbance);
+    s.quiet_wait = merge(a.quiet_wait, b.quiet_wait);
+    s.round_best.insert(s.round_best.end(), b.round_best.begin(), b.round_best.end());
+    s.batches = a.batches + b.batches;
+    s.until_stable = a.until_stable || b.until_stable;
+    s.stable = a.stable && b.stable;
     return with_samples(s, v);
 }
 
@@ -179,29 +184,80 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
             st.SetIterationTime(secs);
         }
     };
-    benchmark::ClearRegisteredBenchmarks();
-    benchmark::RegisterBenchmark(name.c_str(), body)
-        ->UseManualTime()
-        ->Iterations(iters)
-        ->Repetitions(samples)
-        ->Unit(benchmark::kMillisecond);
+    // One batch of `reps` samples through Google Benchmark; its own JSON
+    // record (one per batch, the later ones named NAME/batch:K) joins
+    // gbench_json's "benchmarks".
+    std::vector<double> per_call;
+    std::vector<std::string> gbench_docs;
+    auto batch = [&](int reps, const std::string& bench_name) {
+        benchmark::ClearRegisteredBenchmarks();
+        benchmark::RegisterBenchmark(bench_name.c_str(), body)
+            ->UseManualTime()
+            ->Iterations(iters)
+            ->Repetitions(reps)
+            ->Unit(benchmark::kMillisecond);
+        std::ostringstream json;
+        CollectingReporter rep(gbench_json ? &json : nullptr);
+        benchmark::RunSpecifiedBenchmarks(&rep);
+        benchmark::ClearRegisteredBenchmarks();
+        per_call.insert(per_call.end(), rep.per_call.begin(), rep.per_call.end());
+        if (gbench_json) gbench_docs.push_back(json.str());
+    };
 
-    std::ostringstream json;
-    CollectingReporter rep(gbench_json ? &json : nullptr);
+    // The wait for a quiet machine (--wait-quiet), after the warm-up so
+    // that the samples start right after it; only where load is judged.
+    QuietWait quiet;
+    if (!inst.device_time && opts.judge_load && opts.wait_quiet_s > 0)
+        quiet = wait_for_quiet(opts.wait_quiet_s, !inst.agree_estimate);
+
     // A GPU's time (CUDA events) is not the CPU's load to judge, nor is an
     // emulated call's (judge_load); an MPI rank's peers are other processes
     // by design, so its window measures steal and its own threads only.
     std::optional<DisturbanceWindow> window;
     if (!inst.device_time && opts.judge_load) window.emplace(!inst.agree_estimate);
-    benchmark::RunSpecifiedBenchmarks(&rep);
-    benchmark::ClearRegisteredBenchmarks();
-    if (gbench_json) *gbench_json = json.str();
-
+    const auto first_start = Clock::now();
+    batch(samples, name);
+    const double batch_s = std::chrono::duration<double>(Clock::now() - first_start).count();
     TimingStats s;
     s.cold = opts.cold;
     s.iterations = iters;
+    // Until stable (--until-stable S): batches of as many samples while one
+    // still lowers the best by more than kStableShare, within S seconds
+    // more. An MPI rank never does (its ranks must run the same batches).
+    if (opts.until_stable_s > 0 && !inst.agree_estimate && !per_call.empty()) {
+        const auto t0 = Clock::now();
+        s.until_stable = true;
+        s.stable = false;
+        for (;;) {
+            const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (spent + batch_s > opts.until_stable_s) break;
+            const double before = *std::min_element(per_call.begin(), per_call.end());
+            batch(samples, name + "/batch:" + std::to_string(s.batches + 1));
+            ++s.batches;
+            const double after = *std::min_element(per_call.begin(), per_call.end());
+            if (after >= before * (1 - kStableShare)) {
+                s.stable = true;
+                break;
+            }
+        }
+    }
+    if (gbench_json && !gbench_docs.empty()) {
+        *gbench_json = gbench_docs.front();
+        if (gbench_docs.size() > 1) {
+            nlohmann::json all = nlohmann::json::parse(gbench_docs.front(), nullptr, false);
+            for (std::size_t i = 1; i < gbench_docs.size() && !all.is_discarded(); ++i) {
+                const nlohmann::json more = nlohmann::json::parse(gbench_docs[i], nullptr, false);
+                if (!more.is_discarded() && more.contains("benchmarks"))
+                    for (const auto& b : more["benchmarks"]) all["benchmarks"].push_back(b);
+            }
+            if (!all.is_discarded()) *gbench_json = all.dump(2);
+        }
+    }
     if (window) s.disturbance = window->close();
-    return with_samples(s, rep.per_call);
+    s.quiet_wait = quiet;
+    s = with_samples(s, per_call);
+    if (s.samples > 0) s.round_best = {s.min};
+    return s;
 }
 
 double percentile(std::vector<double> v, double q, double empty) {

@@ -25,7 +25,14 @@ struct TimingOptions {
     bool cold = false;              // evict caches before every call
     double estimate_s = 0;          // time of one call if known (from the check run)
     bool judge_load = true;         // measure what else the machine did (disturbance.hpp); not for cuda-emu
+    double wait_quiet_s = 0;        // before the samples, wait up to this long for a quiet machine (0: don't)
+    // After the budget's samples, more batches of as many samples while a
+    // batch still lowers the best by more than kStableShare, for at most
+    // this many seconds more (0: one batch, the budget's).
+    double until_stable_s = 0;
 };
+
+inline constexpr double kStableShare = 0.01;
 
 struct TimingStats {
     double median = 0, min = 0, max = 0, mean = 0;  // seconds per call
@@ -34,11 +41,16 @@ struct TimingStats {
     bool cold = false;
     std::vector<double> per_call;  // every sample's seconds per call, sorted
     Disturbance disturbance;       // what else the machine did while the samples ran
+    QuietWait quiet_wait;          // the wait for a quiet machine before them (TimingOptions::wait_quiet_s)
+    std::vector<double> round_best;  // each round's best seconds per call, in round order (merge_timing)
+    bool until_stable = false;     // until_stable_s was asked (and could be: not for an MPI rank)
+    int batches = 1;               // batches of samples (more than one only with until_stable_s)
+    bool stable = true;            // until_stable_s: the last batch lowered the best by kStableShare or less
 };
 
 // One set of statistics over the samples of both (e.g. two rounds of the
 // same variant): best, median and the rest over the union of samples; the
-// worse disturbance of the two.
+// worse disturbance of the two; each round's best kept, a's then b's.
 TimingStats merge_timing(const TimingStats& a, const TimingStats& b);
 
 // Times `inst` under the name `name`. When `gbench_json` is given it receives

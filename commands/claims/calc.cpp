@@ -80,7 +80,7 @@ int run_calc(const CalcOptions& o) {
     if (!f) throw UsageError("unknown formula '" + o.formula + "'; valid formulas: " + join(calc::formula_names()));
     const auto raw = parse_pairs(o.extras);
     const calc::Params p = calc::resolve_params(*f, raw);
-    const auto outs = f->eval(p);
+    const auto outs = calc::evaluate(*f, p);
 
     if (o.json) {
         nlohmann::json in = nlohmann::json::object();

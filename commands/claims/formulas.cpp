@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <numbers>
+#include <regex>
 #include <stdexcept>
 
 #include "harness/ceilings.hpp"
@@ -424,6 +427,8 @@ std::vector<Output> eval_checkpoint(const Params& p) {
     const double N = p.at("layers"), a = p.at("activation_bytes"), r = p.at("backward_ratio");
     // A checkpoint is one block's input; without a figure of its own it costs
     // a whole layer's activations (the seeds' scheme).
+    // The best k is searched over 1..N: bounded, with N at most a million layers.
+    if (N > 1e6) throw UsageError("--layers " + fmt(N) + " is out of range; valid: 1..1000000");
     const double cb = p.num.count("checkpoint_bytes") ? p.at("checkpoint_bytes") : a;
     const double k = p.num.count("every") ? p.at("every") : std::max(1.0, std::round(std::sqrt(N)));
     if (k > N) throw UsageError("--every must be at most --layers");
@@ -950,6 +955,205 @@ Formula number_format_formula() {
             eval_number_format};
 }
 
+// ---- the kernels' own arithmetic: GELU, LayerNorm, online softmax, the
+// speculative rule; utilization, inverse Amdahl, prefill ----------------------
+
+// GELU at one x: the exact form (erf) and the tanh approximation the fusion
+// lever's kernels use, and how far apart they are.
+std::vector<Output> eval_gelu(const Params& p) {
+    const double x = p.at("x");
+    const double exact = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    const double c = std::sqrt(2 / std::numbers::pi);
+    const double approx = 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
+    return {out("gelu", exact, "1", "0.5 x (1 + erf(x / sqrt 2))"),
+            out("gelu_tanh", approx, "1", "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+            out("tanh_error", approx - exact, "1", "gelu_tanh - gelu")};
+}
+
+Formula gelu_formula() {
+    return {"gelu", "GELU of one value, exact and tanh-approximated",
+            "gelu = 0.5 x (1 + erf(x / sqrt 2)); tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+            {any_sign_ok(req("x", "value", "the input"))},
+            eval_gelu};
+}
+
+// LayerNorm of a short row (2 to 5 values), with one gamma and beta.
+std::vector<Output> eval_layernorm(const Params& p) {
+    std::vector<std::pair<std::string, double>> row;
+    for (const char* k : {"a", "b", "c", "d", "e"})
+        if (p.num.count(k)) row.emplace_back(k, p.at(k));
+    const double n = double(row.size());
+    double mean = 0, var = 0;
+    for (auto& [k, v] : row) mean += v / n;
+    for (auto& [k, v] : row) var += (v - mean) * (v - mean) / n;
+    const double rstd = 1 / std::sqrt(var + p.at("eps"));
+    std::vector<Output> o = {out("mean", mean, "1", "the row's mean"),
+                             out("variance", var, "1", "mean of (v - mean)^2 (biased, as LayerNorm divides by n)"),
+                             out("rstd", rstd, "1", "1 / sqrt(variance + eps)")};
+    for (auto& [k, v] : row)
+        o.push_back(out("y_" + k, (v - mean) * rstd * p.at("gamma") + p.at("beta"), "1", "(" + k + " - mean) x rstd x gamma + beta"));
+    return o;
+}
+
+Formula layernorm_formula() {
+    return {"layernorm", "LayerNorm of a row of up to five values",
+            "y = (v - mean) / sqrt(variance + eps) x gamma + beta, variance over n (not n - 1)",
+            {any_sign_ok(req("a", "value", "first value")), any_sign_ok(req("b", "value", "second value")),
+             any_sign_ok(opt("c", "value", "third value")), any_sign_ok(opt("d", "value", "fourth value")),
+             any_sign_ok(opt("e", "value", "fifth value")), opt("eps", "value", "added to the variance", 1e-5),
+             any_sign_ok(opt("gamma", "value", "scale", 1)), any_sign_ok(opt("beta", "value", "shift", 0))},
+            eval_layernorm};
+}
+
+// Two partial softmax states over disjoint parts of a row: running max m,
+// sum l of exp(v - m) and (optionally) the weighted value o = sum exp(v - m)
+// x value / l. Merged, they are the state of the whole row: the step of
+// online softmax and FlashAttention.
+std::vector<Output> eval_softmax_merge(const Params& p) {
+    const double m1 = p.at("m1"), l1 = p.at("l1"), m2 = p.at("m2"), l2 = p.at("l2");
+    const double m = std::max(m1, m2);
+    const double w1 = l1 * std::exp(m1 - m), w2 = l2 * std::exp(m2 - m);
+    std::vector<Output> o = {out("m", m, "1", "max(m1, m2)"),
+                             out("l", w1 + w2, "1", "l1 e^(m1 - m) + l2 e^(m2 - m)"),
+                             out("share_1", w1 / (w1 + w2), "1", "the first part's share of the row's softmax mass")};
+    if (p.num.count("o1") && p.num.count("o2"))
+        o.push_back(out("o", (p.at("o1") * w1 + p.at("o2") * w2) / (w1 + w2), "1",
+                        "(o1 l1 e^(m1 - m) + o2 l2 e^(m2 - m)) / l"));
+    return o;
+}
+
+Formula softmax_merge_formula() {
+    return {"softmax_merge", "online softmax: two partial (max, sum) states merged into one",
+            "m = max(m1, m2); l = l1 e^(m1 - m) + l2 e^(m2 - m); o = (o1 l1 e^(m1 - m) + o2 l2 e^(m2 - m)) / l",
+            {any_sign_ok(req("m1", "value", "first part's max")), req("l1", "value", "first part's sum of exp(v - m1)"),
+             any_sign_ok(req("m2", "value", "second part's max")), req("l2", "value", "second part's sum of exp(v - m2)"),
+             any_sign_ok(opt("o1", "value", "first part's normalized weighted value")),
+             any_sign_ok(opt("o2", "value", "second part's normalized weighted value"))},
+            eval_softmax_merge};
+}
+
+// The speculative acceptance rule over a vocabulary of up to four tokens:
+// token 1 drafted with probability q1, kept with min(1, p1 / q1); the
+// chance any draft is kept, alpha = sum min(p_i, q_i); on a rejection the
+// next token is drawn from norm(max(0, p - q)), which makes the output
+// follow p exactly.
+std::vector<Output> eval_spec_rule(const Params& p) {
+    std::vector<double> P, Q;
+    for (int i = 1; i <= 4; ++i) {
+        const std::string n = std::to_string(i), pi = "p" + n, qi = "q" + n;
+        if (p.num.count(pi) != p.num.count(qi)) throw UsageError("give --" + pi + " and --" + qi + " together");
+        if (!p.num.count(pi)) break;
+        P.push_back(p.at(pi)), Q.push_back(p.at(qi));
+    }
+    double sp = 0, sq = 0, alpha = 0;
+    for (std::size_t i = 0; i < P.size(); ++i) sp += P[i], sq += Q[i], alpha += std::min(P[i], Q[i]);
+    if (std::fabs(sp - 1) > 1e-9 || std::fabs(sq - 1) > 1e-9)
+        throw UsageError(std::string("the target's p and the draft's q must each sum to 1 (p: ") + fmt(sp, 10) + ", q: " +
+                         fmt(sq, 10) + ")");
+    if (!(Q[0] > 0)) throw UsageError("--q1 must be > 0: the draft proposed token 1");
+    std::vector<Output> o = {out("accept", std::min(1.0, P[0] / Q[0]), "1", "min(1, p1 / q1): token 1, drafted, is kept"),
+                             out("alpha", alpha, "1", "sum min(p_i, q_i): a draft from q is kept (1 - total variation)")};
+    for (std::size_t i = 0; i < P.size(); ++i) {
+        const std::string n = std::to_string(i + 1);
+        o.push_back(out("residual_" + n, alpha < 1 ? std::max(0.0, P[i] - Q[i]) / (1 - alpha) : 0, "1",
+                        "max(0, p - q) / (1 - alpha): drawn after a rejection"));
+    }
+    return o;
+}
+
+Formula spec_rule_formula() {
+    std::vector<ParamSpec> ps;
+    for (int i = 1; i <= 4; ++i) {
+        const std::string n = std::to_string(i);
+        auto pp = zero_ok(i <= 2 ? req("p" + n, "probability", "target's probability of token " + n)
+                                 : opt("p" + n, "probability", "target's probability of token " + n));
+        auto qq = zero_ok(i <= 2 ? req("q" + n, "probability", "draft's probability of token " + n)
+                                 : opt("q" + n, "probability", "draft's probability of token " + n));
+        ps.push_back(pp), ps.push_back(qq);
+    }
+    return {"spec_rule", "the speculative acceptance rule over a small vocabulary (token 1 drafted)",
+            "accept = min(1, p1 / q1); alpha = sum min(p_i, q_i); after a rejection draw from max(0, p - q) / (1 - alpha)",
+            ps, eval_spec_rule};
+}
+
+// Model FLOPs utilization against hardware FLOPs utilization: the same
+// time, the model's FLOPs or the ones executed (recomputation included).
+std::vector<Output> eval_utilization(const Params& p) {
+    const double model = p.at("model_flops"), t = p.at("time_s"), peak = p.at("peak_tflops") * 1e12;
+    const double executed = p.num.count("executed_flops") ? p.at("executed_flops")
+                                                         : model * (1 + num_or(p, "recompute_fraction", 0));
+    if (executed < model) throw UsageError("--executed_flops must be at least --model_flops (recomputation adds, never removes)");
+    return {out("mfu", model / (t * peak), "1", "model_flops / (time x peak)"),
+            out("hfu", executed / (t * peak), "1", "executed_flops / (time x peak)"),
+            out("executed_flops", executed, "FLOP", "given, or model_flops x (1 + recompute_fraction)")};
+}
+
+Formula utilization_formula() {
+    return {"utilization", "MFU and HFU of one step",
+            "MFU = model FLOPs / (time x peak); HFU = executed FLOPs (recomputation included) / (time x peak)",
+            {req("model_flops", "FLOP", "the model's FLOPs of the step (6 N D for training)"),
+             req("time_s", "s", "the step's time"), req("peak_tflops", "TFLOP/s", "the hardware's peak"),
+             opt("executed_flops", "FLOP", "FLOPs the hardware ran (default: model_flops x (1 + recompute_fraction))"),
+             zero_ok(opt("recompute_fraction", "fraction", "extra FLOPs of recomputation, as a share of model_flops"))},
+            eval_utilization};
+}
+
+// Amdahl backwards: how fast must a part get for the whole to reach a target.
+std::vector<Output> eval_inverse_amdahl(const Params& p) {
+    const double f = p.at("fraction"), S = p.at("target_speedup");
+    if (!(f > 0)) throw UsageError("--fraction must be > 0: a part that takes no time speeds nothing up");
+    const double limit = f < 1 ? 1 / (1 - f) : INFINITY;
+    // What the part must save, as a share of the old time: none left (to
+    // rounding: 0.9 and 10 leave 3e-17) means no part speed will do.
+    const double slack = 1 / S - (1 - f);
+    if (!(slack > 1e-12 / S))
+        throw UsageError("--target_speedup " + fmt(S) + " cannot be reached: with " + fmt(f) + " of the time sped up, the "
+                         "whole gains at most 1 / (1 - fraction) = " + fmt(limit) + " (an infinitely fast part)");
+    return {out("part_speedup", f / slack, "1", "fraction / (1 / target - (1 - fraction))"),
+            out("limit", limit, "1", "1 / (1 - fraction): the whole's speedup with the part at zero time")};
+}
+
+Formula inverse_amdahl_formula() {
+    return {"inverse_amdahl", "the speedup a part needs for the whole to reach a target",
+            "part = fraction / (1 / target - (1 - fraction)); at most 1 / (1 - fraction) overall",
+            {req("fraction", "fraction", "share of the time the part takes now"),
+             req("target_speedup", "x", "the whole's speedup wanted")},
+            eval_inverse_amdahl};
+}
+
+// Prefill of a prompt: its matmul FLOPs (2 per parameter per token), the
+// attention scores' FLOPs where the shape is given (causal: half of QK^T
+// and PV), against reading the weights once; the larger time is the floor.
+std::vector<Output> eval_prefill(const Params& p) {
+    const double n = p.at("params"), T = p.at("tokens");
+    const double matmul = 2 * n * T;
+    const double attention = p.num.count("layers") && p.num.count("d_model")
+                                 ? 2.0 * p.at("layers") * T * T * p.at("d_model")  // 4 L T^2 d, halved by the mask
+                                 : 0;
+    const double flops = matmul + attention;
+    const double bytes = n * p.at("dtype_bytes");
+    const auto [peak, bw] = peaks(p);
+    const double tc = flops / peak, tm = bytes / bw;
+    return {out("flops", flops, "FLOP", "2 x params x tokens + 2 x layers x tokens^2 x d_model (causal attention)"),
+            out("attention_flops", attention, "FLOP", "2 x layers x tokens^2 x d_model (0 without --layers and --d_model)"),
+            out("weight_bytes", bytes, "B", "params x dtype_bytes, read once"),
+            out("compute_time", tc, "s", "flops / peak"), out("memory_time", tm, "s", "weight_bytes / bandwidth"),
+            out("time", std::max(tc, tm), "s", "max(compute_time, memory_time): the roofline floor"),
+            out("tokens_per_s", T / std::max(tc, tm), "1", "tokens / time"),
+            text("regime", tc >= tm ? "compute-bound" : "memory-bound", "which time is the larger")};
+}
+
+Formula prefill_formula() {
+    std::vector<ParamSpec> ps = {req("params", "count", "parameters"), req("tokens", "count", "prompt tokens"),
+                                 opt("dtype_bytes", "bytes", "bytes per weight", 2),
+                                 opt("layers", "count", "layers (with --d_model: the attention scores' FLOPs)"),
+                                 opt("d_model", "count", "model width")};
+    for (auto& s : peak_params()) ps.push_back(s);
+    return {"prefill", "the time floor of a prompt's prefill: compute against reading the weights",
+            "time = max((2 params tokens + 2 layers tokens^2 d_model) / peak, params x bytes / bandwidth)",
+            ps, eval_prefill};
+}
+
 // Every formula, in the order `memwall calc --list` shows them.
 std::vector<Formula> build() {
     return {ridge_formula(), roofline_formula(), gemm_intensity_formula(), elementwise_intensity_formula(),
@@ -959,7 +1163,8 @@ std::vector<Formula> build() {
             sm_partition_formula(), paged_kv_formula(), quant_scale_formula(), spec_acceptance_formula(),
             scaling_tax_formula(), serving_cost_formula(), training_formula(), activation_memory_formula(),
             moe_formula(), share_formula(), sum_formula(), restated_formula(), ffn_traffic_formula(),
-            number_format_formula()};
+            number_format_formula(), gelu_formula(), layernorm_formula(), softmax_merge_formula(),
+            spec_rule_formula(), utilization_formula(), inverse_amdahl_formula(), prefill_formula()};
 }
 
 }  // namespace
@@ -995,15 +1200,21 @@ Params resolve_params(const Formula& f, const std::map<std::string, std::string>
             p.str[k] = v;
             continue;
         }
-        std::size_t used = 0;
+        // Plain decimal only: digits, one point, an exponent (std::stod alone
+        // also takes hex, "inf", "nan" and leading blanks).
+        static const std::regex decimal(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
         double x = 0;
-        try {
-            x = std::stod(v, &used);
-        } catch (const std::exception&) {
-            used = 0;
+        const bool looks = std::regex_match(v, decimal);
+        if (looks) {
+            try {
+                x = std::stod(v);
+            } catch (const std::exception&) {  // out of double's range
+                x = std::numeric_limits<double>::infinity();
+            }
         }
-        if (used == 0 || used != v.size() || !std::isfinite(x))
-            throw UsageError("bad value '" + v + "' for --" + k + "; expected a number (" + spec->unit + ")");
+        if (!looks || !std::isfinite(x))
+            throw UsageError("bad value '" + v + "' for --" + k + "; expected a decimal number (" + spec->unit +
+                             "), such as 12, 0.5 or 4e9");
         if (!spec->any_sign && (spec->positive ? !(x > 0) : !(x >= 0)))
             throw UsageError("bad value '" + v + "' for --" + k + "; valid: " + (spec->positive ? "> 0" : ">= 0"));
         if (spec->unit == "count" && x != std::floor(x))
@@ -1020,8 +1231,20 @@ Params resolve_params(const Formula& f, const std::map<std::string, std::string>
     return p;
 }
 
+std::vector<Output> evaluate(const Formula& f, const Params& p) {
+    std::vector<Output> outs = f.eval(p);
+    for (const Output& o : outs) {
+        if (o.dim == "text" || std::isfinite(o.value)) continue;
+        std::vector<std::string> given;
+        for (auto& [k, v] : p.num) given.push_back("--" + k + " " + fmt(v));
+        throw UsageError(f.name + ": " + o.name + " is not finite (" + fmt(o.value) + ") with these inputs: " +
+                         join(given) + "; one of them is too large or too small for this formula");
+    }
+    return outs;
+}
+
 std::vector<Output> evaluate(const Formula& f, const std::map<std::string, std::string>& raw) {
-    return f.eval(resolve_params(f, raw));
+    return evaluate(f, resolve_params(f, raw));
 }
 
 const Output* find_output(const std::vector<Output>& outs, const std::string& name) { return find_named(outs, name); }

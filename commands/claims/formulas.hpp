@@ -74,6 +74,9 @@ Params resolve_params(const Formula& f, const std::map<std::string, std::string>
 
 // resolve_params + eval.
 std::vector<Output> evaluate(const Formula& f, const std::map<std::string, std::string>& raw);
+// f's outputs at p; throws UsageError naming the output and the inputs when a
+// number comes out infinite or NaN (an input too large or too small for it).
+std::vector<Output> evaluate(const Formula& f, const Params& p);
 const Output* find_output(const std::vector<Output>& outs, const std::string& name);
 
 // ---- units -----------------------------------------------------------------

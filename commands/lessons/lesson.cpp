@@ -31,6 +31,7 @@
 #include "commands/lessons/lesson_render.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 
 namespace mw {
 
@@ -45,6 +46,7 @@ struct LessonOptions {
     bool render = false, check = false;
     std::string out, backend = "cpu", ceilings_path, shape, json_out, results_out;
     int threads = 0;
+    double wait_quiet = 0;
 };
 
 // ------------------------------------------------------------ terminal text
@@ -289,6 +291,7 @@ nlohmann::json run_rung(Walk& w, const std::string& variant) {
     req.timing.budget_s = w.o.quick ? 0.15 : 1.0;
     req.timing.min_samples = 3;
     req.timing.max_samples = w.o.quick ? 10 : 30;
+    req.timing.wait_quiet_s = w.o.wait_quiet;
     req.command_line = "memwall lesson " + w.L.id + " (step " + variant + ")";
     auto plans = plan_runs(req);
     std::cout << dim("Running now: " + w.op + " " + w.shape.str() + " on " + std::to_string(w.threads) +
@@ -565,6 +568,8 @@ int run_lesson(const LessonOptions& o) {
     check_json_path(o.json_out, "--json");
     if (!(o.render || o.check)) check_json_path(o.results_out, "--results");
     if (o.only && o.step < 0) throw UsageError("--only needs --step N");
+    if (!(o.wait_quiet >= 0 && o.wait_quiet <= 3600))
+        throw UsageError("--wait-quiet must be between 0 and 3600 seconds, got " + fmt("%g", o.wait_quiet));
     lesson::Level L = lesson::load_level(levels_root(), repo_root(), o.level);
     if ((o.render || o.check) && !o.results_out.empty()) L = with_results(std::move(L), o.results_out);
     const auto& steps = L.manifest["steps"];
@@ -589,6 +594,8 @@ MW_REGISTER_COMMAND(lesson, [](CLI::App& app) -> CommandAction {
     sub->add_option("--shape", o->shape, "Shape to run, axis=value,... (default: the level's lesson_shape)");
     sub->add_option("--threads", o->threads, "CPU threads (default: all hardware threads)");
     sub->add_option("--ceilings", o->ceilings_path, "Ceilings from `memwall calibrate --out` (default: quick calibration)");
+    sub->add_option("--wait-quiet", o->wait_quiet,
+                    "Before each rung's timed calls, wait up to this many seconds for a quiet machine (0: don't)");
     sub->add_option("--json", o->json_out, "Write the walk (predictions, measurements, results) as JSON here");
     sub->add_option("--results", o->results_out,
                     "Walking: write the walk's runs as a results file (for memwall plot). With --render or --check: "

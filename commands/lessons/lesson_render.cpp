@@ -416,6 +416,32 @@ Value gpu_ref(const std::string& op_name, const Context& ctx) {
     return out;
 }
 
+// range:a/b: the speedup of a over b round by round, "lo–hi" over the
+// paired rounds of a run recorded with --rounds N (time_s.round_best).
+Value range_ref(const std::string& body, const Context& ctx) {
+    const auto slash = body.find('/');
+    if (slash == std::string::npos) throw Error("range needs two variants: range:simd/naive");
+    std::string a = body.substr(0, slash);
+    const std::string b = body.substr(slash + 1);
+    if (a == "self") a = ctx.self;
+    const auto& ra = find_run(ctx, a, "");
+    const auto& rb = find_run(ctx, b, "");
+    const auto* ta = json_path(ra, "time_s.round_best");
+    const auto* tb = json_path(rb, "time_s.round_best");
+    auto rounds = [](const nlohmann::json* t) { return t && t->is_array() ? t->size() : std::size_t(1); };
+    if (rounds(ta) < 2 || rounds(ta) != rounds(tb))
+        throw Error("range:" + body + " needs both runs recorded in one run with --rounds N (N >= 2); '" + a + "' has " +
+                    std::to_string(rounds(ta)) + " round(s), '" + b + "' " + std::to_string(rounds(tb)));
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < ta->size(); ++i) {
+        const double x = (*tb)[i].get<double>(), y = (*ta)[i].get<double>();
+        if (!(x > 0 && y > 0)) throw Error("range:" + body + ": round " + std::to_string(i + 1) + " has no time");
+        lo = i == 0 ? x / y : std::min(lo, x / y);
+        hi = i == 0 ? x / y : std::max(hi, x / y);
+    }
+    return fmt_num(lo, 3) + "–" + fmt_num(hi, 3);
+}
+
 Value resolve_ref(const std::string& ref, const Context& ctx) {
     const auto colon = ref.find(':');
     std::string kind = colon == std::string::npos ? ref : ref.substr(0, colon);
@@ -423,7 +449,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     if (ref.rfind("machine.", 0) == 0) kind = "machine", body = ref.substr(8);
     // OP::rest: the same reference, about another op of the level.
     if (const auto q = body.find("::"); q != std::string::npos &&
-        (kind == "run" || kind == "speedup" || kind == "memory" || kind == "model" || kind == "predict" ||
+        (kind == "run" || kind == "speedup" || kind == "range" || kind == "memory" || kind == "model" || kind == "predict" ||
          kind == "predict_time" || kind == "shape")) {
         Context sub = for_op(ctx, body.substr(0, q));
         if (sub.op != ctx.op) sub.self.clear();
@@ -442,6 +468,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         if (kind == "speedup") return best_time(find_run(ctx, b, "")) / best_time(find_run(ctx, a, ""));
         return peak_bytes(find_run(ctx, a, "")) / peak_bytes(find_run(ctx, b, ""));
     }
+    if (kind == "range") return range_ref(body, ctx);
     if (kind == "ceiling") return ceiling_ref(body, ctx.ceilings);
     if (kind == "machine") {
         if (body == "name") {
@@ -470,7 +497,7 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
         throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command");
     }
     throw Error("unknown reference '" + ref +
-                "'; kinds: run:, speedup:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, gpu:, results:");
+                "'; kinds: run:, speedup:, range:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, gpu:, results:");
 }
 
 // ------------------------------------------------------------ expressions
@@ -762,7 +789,20 @@ std::string render_document(const Level& L, const Context& ctx, std::vector<std:
                          ctx.results_path + ". Edit lesson.md, not this file. -->\n";
     std::string note = "\n> Numbers in this copy come from `" + ctx.results_path + "`, recorded on " + machine;
     if (ctx.machine.contains("git_commit")) note += " at commit " + ctx.machine["git_commit"].get<std::string>();
-    note += ".\n\n";
+    note += ".\n";
+    // Rows disturbed while timed (harness/disturbance.hpp): slower than that
+    // machine can do, and the reader is told which.
+    std::vector<std::string> disturbed;
+    for (const auto& r : ctx.runs)
+        if (r.value("timing_meaningful", true) && r.contains("disturbance") && r["disturbance"].value("disturbed", false))
+            disturbed.push_back(r.value("op", std::string("?")) + " / " + r.value("variant", std::string("?")) + " at " +
+                                r.value("shape_str", std::string("?")) + " (" +
+                                r["disturbance"].value("why", std::string("?")) + ")");
+    if (!disturbed.empty())
+        note += "> **" + std::to_string(disturbed.size()) + " of its runs were disturbed while timed** (other processes "
+                "or the hypervisor took more than 5% of their cores): their times are slower than that machine can "
+                "do, and a speedup against them is not its own: " + join(disturbed, "; ") + ".\n";
+    note += "\n";
     // The note goes after the title line.
     const auto nl = rendered.find('\n');
     if (rendered.rfind("# ", 0) == 0 && nl != std::string::npos)

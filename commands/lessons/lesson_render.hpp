@@ -12,6 +12,8 @@
 //                                  run:V.peak_bytes, run:V.memory_vs_naive, run:V.near_ties,
 //                                  run:V.distribution.OUTPUT.p_value
 //   {{speedup:simd/naive}}         best time of naive / best time of simd (same shape)
+//   {{range:simd/naive}}           that speedup round by round, "lo–hi", over the paired rounds
+//                                  of results recorded with --rounds N (time_s.round_best)
 //   {{memory:tiled/naive}}         peak_bytes of tiled / peak_bytes of naive (same shape)
 //   {{ceiling:dram_gbps}}          calibrated ceilings: dram_gbps, dram_read_gbps, dram_1t_gbps,
 //                                  l1_gbps, l2_gbps, l3_gbps, peak.fp32, peak.fp32.1t,

@@ -57,7 +57,10 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"run gemm --dtype f17", {"'f17'", "f32"}},
                     BadInput{"run gemm --dtype i4", {"'i4'", "f32"}},
                     BadInput{"run gemm --threads 0", {"--threads", "1.."}},
-                    BadInput{"run gemm --rounds 0", {"--rounds 0", "1..100"}}),
+                    BadInput{"run gemm --rounds 0", {"--rounds 0", "1..100"}},
+                    BadInput{"run gemm --wait-quiet -1", {"--wait-quiet", "between 0 and 3600", "got -1"}},
+                    BadInput{"run gemm --wait-quiet nan", {"--wait-quiet", "between 0 and 3600", "got nan"}},
+                    BadInput{"run gemm --until-stable 4000", {"--until-stable", "between 0 and 3600", "got 4000"}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // The instructor's kit (commands/course/): a bad level, folder, file or

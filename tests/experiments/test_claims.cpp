@@ -136,7 +136,17 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{"calc moe --tokens 100 --experts 8 --top_k 2.5", {"'2.5'", "--top_k"}},
                     BadInput{"calc roofline --gpu H100 --achieved_tbs 4", {"--achieved_tbs", "exceeds"}},
                     BadInput{"reproduce --format xml", {"'xml'", "md, json"}},
-                    BadInput{"reproduce --out report.txt", {"report.txt", ".json"}}));
+                    BadInput{"reproduce --out report.txt", {"report.txt", ".json"}},
+                    // Plain decimals only: no hex, no inf or nan, no blanks, nothing past double's range.
+                    BadInput{"calc kv_cache --layers 0x10 --kv_heads 8 --head_dim 128 --tokens 10", {"'0x10'", "--layers", "decimal"}},
+                    BadInput{"calc gemm_intensity --m inf --n 4 --k 4", {"'inf'", "--m", "decimal"}},
+                    BadInput{"calc gemm_intensity --m nan --n 4 --k 4", {"'nan'", "--m"}},
+                    BadInput{"calc gemm_intensity --m 1e999 --n 4 --k 4", {"'1e999'", "--m"}},
+                    BadInput{"calc gemm_intensity --m ' 4' --n 4 --k 4", {"' 4'", "--m"}},
+                    // A result that overflows names itself and the inputs.
+                    BadInput{"calc gemm_intensity --m 1e300 --n 1e300 --k 1e300", {"not finite", "--m 1e+300"}},
+                    // Work bounded: the checkpoint search stops at a million layers.
+                    BadInput{"calc checkpoint --layers 1e12 --activation_bytes 1e6", {"--layers", "1..1000000"}}));
 
 TEST(Calc, ListAndJsonOutput) {
     auto l = memwall("calc --list");

@@ -146,6 +146,11 @@ TEST(Formulas, SpeculativeDecoding) {
     // 0.78, 5: 1 + .78 + .6084 + .474552 + .37015056 + .2887174368
     EXPECT_NEAR(out("speculative", {{"alpha", "0.78"}, {"gamma", "5"}}, "expected_tokens"), 3.5218199968, 1e-9);
     EXPECT_THROW(out("speculative", {{"alpha", "1.5"}, {"gamma", "4"}}, "expected_tokens"), mw::UsageError);
+    // The closed form: any gamma costs the same (2e9 drafts: 1 / (1 - alpha) to
+    // within rounding), and near alpha = 1 it does not cancel: by hand,
+    // 1 + a + ... + a^4 at a = 1 - 1e-12 is 5 - 10e-12.
+    EXPECT_NEAR(out("speculative", {{"alpha", "0.5"}, {"gamma", "2e9"}}, "expected_tokens"), 2.0, 1e-12);
+    EXPECT_NEAR(out("speculative", {{"alpha", "0.999999999999"}, {"gamma", "4"}}, "expected_tokens"), 5 - 10e-12, 1e-13);
     // A run's measurement beside the prediction: E(0.9, 4) = 4.0951 tokens
     // per 4 + 20 ms round = 5.8607 ms per token, 18 / 5.8607 = 3.0713x,
     // against a measured 2x.
@@ -339,4 +344,95 @@ TEST(Formulas, WholeCountsFractionsAndPeaks) {
     EXPECT_THROW(out("roofline", {{"peak_tflops", "989"}, {"bandwidth_tbs", "3.35"}, {"achieved_tbs", "4"}}, "bandwidth_utilization"),
                  mw::UsageError);
     EXPECT_NO_THROW(out("kv_cache", {{"layers", "32"}, {"kv_heads", "8"}, {"head_dim", "128"}, {"tokens", "10"}}, "bytes"));
+}
+
+// GELU(x) = x Phi(x): Phi(1) = 0.8413447461 and Phi(-2) = 0.0227501319 from
+// a normal table, so GELU(1) = 0.8413447461 and GELU(-2) = -0.0455002639.
+// The tanh form at 1: 0.5 (1 + tanh(0.7978845608 x 1.044715)) = 0.5 (1 +
+// tanh(0.8335622)) = 0.5 x 1.6823840 = 0.8411920.
+TEST(Formulas, Gelu) {
+    EXPECT_NEAR(out("gelu", {{"x", "1"}}, "gelu"), 0.8413447461, 1e-9);
+    EXPECT_NEAR(out("gelu", {{"x", "-2"}}, "gelu"), -0.0455002639, 1e-9);
+    EXPECT_NEAR(out("gelu", {{"x", "1"}}, "gelu_tanh"), 0.8411920, 1e-7);
+    EXPECT_NEAR(out("gelu", {{"x", "1"}}, "tanh_error"), 0.8411920 - 0.8413447, 2e-7);
+    EXPECT_DOUBLE_EQ(out("gelu", {{"x", "0"}}, "gelu"), 0.0);
+}
+
+// Row (1, 3): mean 2, variance ((1-2)^2 + (3-2)^2) / 2 = 1 (over n, not n - 1);
+// with eps 1e-12, gamma 2, beta 1: y = -1 x 2 + 1 = -1 and 1 x 2 + 1 = 3.
+// Row (1, 2, 3, 4): mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25.
+TEST(Formulas, LayerNorm) {
+    std::map<std::string, std::string> m = {{"a", "1"}, {"b", "3"}, {"eps", "1e-12"}, {"gamma", "2"}, {"beta", "1"}};
+    EXPECT_DOUBLE_EQ(out("layernorm", m, "mean"), 2.0);
+    EXPECT_DOUBLE_EQ(out("layernorm", m, "variance"), 1.0);
+    EXPECT_NEAR(out("layernorm", m, "y_a"), -1.0, 1e-9);
+    EXPECT_NEAR(out("layernorm", m, "y_b"), 3.0, 1e-9);
+    EXPECT_DOUBLE_EQ(out("layernorm", {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}}, "variance"), 1.25);
+}
+
+// Part 1 holds the values 1 and 0: m1 = 1, l1 = e^0 + e^-1 = 1.3678794412.
+// Part 2 holds 3: m2 = 3, l2 = 1. The whole row: m = 3, l = e^-2 + e^-3 + 1
+// = 0.1353352832 + 0.0497870684 + 1 = 1.1851223516; part 1's share
+// 0.1851223516 / 1.1851223516 = 0.1562053. With o1 = 0.5, o2 = 1.5:
+// o = (0.0925611758 + 1.5) / 1.1851223516 = 1.5925611758 / 1.1851223516 = 1.3437947.
+TEST(Formulas, SoftmaxMerge) {
+    std::map<std::string, std::string> m = {{"m1", "1"}, {"l1", "1.3678794412"}, {"m2", "3"}, {"l2", "1"},
+                                            {"o1", "0.5"}, {"o2", "1.5"}};
+    EXPECT_DOUBLE_EQ(out("softmax_merge", m, "m"), 3.0);
+    EXPECT_NEAR(out("softmax_merge", m, "l"), 1.1851223516, 1e-9);
+    EXPECT_NEAR(out("softmax_merge", m, "share_1"), 0.1562053, 1e-6);
+    EXPECT_NEAR(out("softmax_merge", m, "o"), 1.3437947, 1e-6);
+    std::swap(m["m1"], m["m2"]), std::swap(m["l1"], m["l2"]);  // in either order
+    EXPECT_NEAR(out("softmax_merge", m, "l"), 1.1851223516, 1e-9);
+}
+
+// Target p = (0.6, 0.4), draft q = (0.8, 0.2): token 1 is kept with
+// min(1, 0.6 / 0.8) = 0.75; alpha = min(.6,.8) + min(.4,.2) = 0.8; after a
+// rejection the residual (0, 0.2) / 0.2 = (0, 1). Token 1 comes out with
+// 0.8 x 0.75 = 0.6 = p1: the rule keeps the target's law.
+TEST(Formulas, SpeculativeRule) {
+    std::map<std::string, std::string> m = {{"p1", "0.6"}, {"q1", "0.8"}, {"p2", "0.4"}, {"q2", "0.2"}};
+    EXPECT_DOUBLE_EQ(out("spec_rule", m, "accept"), 0.75);
+    EXPECT_NEAR(out("spec_rule", m, "alpha"), 0.8, 1e-12);
+    EXPECT_DOUBLE_EQ(out("spec_rule", m, "residual_1"), 0.0);
+    EXPECT_NEAR(out("spec_rule", m, "residual_2"), 1.0, 1e-12);
+    m["q1"] = "0.5";  // q no longer sums to 1
+    EXPECT_THROW(out("spec_rule", m, "accept"), mw::UsageError);
+}
+
+// 6e15 model FLOPs in 10 s at 1000 TFLOP/s: MFU 0.6; recomputing half the
+// model's FLOPs again (9e15 executed): HFU 0.9.
+TEST(Formulas, MfuAndHfu) {
+    std::map<std::string, std::string> m = {{"model_flops", "6e15"}, {"time_s", "10"}, {"peak_tflops", "1000"},
+                                            {"recompute_fraction", "0.5"}};
+    EXPECT_DOUBLE_EQ(out("utilization", m, "mfu"), 0.6);
+    EXPECT_DOUBLE_EQ(out("utilization", m, "hfu"), 0.9);
+    m.erase("recompute_fraction");
+    m["executed_flops"] = "5e15";  // fewer than the model's: refused
+    EXPECT_THROW(out("utilization", m, "hfu"), mw::UsageError);
+}
+
+// 90% of the time sped up, 5x overall wanted: 1 / 5 = 0.1 + 0.9 / s, so
+// s = 0.9 / 0.1 = 9; the limit is 1 / 0.1 = 10, which no part speed reaches.
+TEST(Formulas, InverseAmdahl) {
+    EXPECT_NEAR(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "5"}}, "part_speedup"), 9.0, 1e-12);
+    EXPECT_NEAR(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "5"}}, "limit"), 10.0, 1e-12);
+    EXPECT_THROW(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "10"}}, "part_speedup"), mw::UsageError);
+    EXPECT_NEAR(out("amdahl", {{"fraction_a", "0.9"}, {"keep_a", "0.1111111111111111"}}, "speedup"), 5.0, 1e-12);  // and back
+}
+
+// A 7e9-parameter model, 1000 prompt tokens, fp16, 989 TFLOP/s, 3.35 TB/s:
+// 2 x 7e9 x 1000 = 1.4e13 FLOP -> 14.1557 ms; 1.4e10 B -> 4.1791 ms: the
+// compute floor, 70,643 tokens/s. With 32 layers of width 4096 the causal
+// scores add 2 x 32 x 1000^2 x 4096 = 2.62144e11 FLOP.
+TEST(Formulas, Prefill) {
+    std::map<std::string, std::string> m = {{"params", "7e9"}, {"tokens", "1000"}, {"peak_tflops", "989"},
+                                            {"bandwidth_tbs", "3.35"}};
+    EXPECT_DOUBLE_EQ(out("prefill", m, "flops"), 1.4e13);
+    EXPECT_NEAR(out("prefill", m, "time"), 1.4e13 / 989e12, 1e-12);
+    EXPECT_NEAR(out("prefill", m, "memory_time"), 1.4e10 / 3.35e12, 1e-12);
+    EXPECT_NEAR(out("prefill", m, "tokens_per_s"), 70642.857, 1e-2);
+    EXPECT_EQ(text_out("prefill", m, "regime"), "compute-bound");
+    m["layers"] = "32", m["d_model"] = "4096";
+    EXPECT_DOUBLE_EQ(out("prefill", m, "attention_flops"), 2.62144e11);
 }

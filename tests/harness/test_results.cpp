@@ -1,12 +1,15 @@
 // Results documents: round trip through the file, atomic writes, reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
+#include "harness/strings.hpp"
 #include "tests/spinners.hpp"
 
 namespace fs = std::filesystem;
@@ -23,14 +26,16 @@ fs::path temp_dir() {
 // what it printed in `progress` if given.
 nlohmann::json small_run(const std::string& shape = "m=33,n=17,k=9",
                          const std::vector<std::string>& variants = {"naive", "openblas"}, double budget_s = 0.01,
-                         std::ostringstream* progress = nullptr) {
+                         std::ostringstream* progress = nullptr, double wait_quiet_s = 0, int rounds = 1) {
     mw::RunRequest req;
     req.targets = {"gemm"};
     req.shapes = {shape};
     req.variants = variants;
     req.timing.budget_s = budget_s;
     req.timing.min_samples = 3;
+    req.timing.wait_quiet_s = wait_quiet_s;
     req.threads = 1;
+    req.rounds = rounds;
     auto plans = mw::plan_runs(req);
     mw::Ceilings c;
     c.dram_triad_gbps = {10.0};
@@ -51,6 +56,7 @@ TEST(Results, RunDocumentHasTheDesignFields) {
         EXPECT_DOUBLE_EQ(r["flops"].get<double>(), 2.0 * 33 * 17 * 9);
         EXPECT_NEAR(r["intensity"].get<double>(), r["flops"].get<double>() / r["bytes"].get<double>(), 1e-9);
         for (const char* k : {"speedup_vs_naive", "fraction_of_roof", "gbps", "gflops"}) EXPECT_TRUE(r.contains(k)) << k;
+        EXPECT_FALSE(r.contains("quiet_wait")) << "no --wait-quiet asked";
     }
     EXPECT_DOUBLE_EQ(doc["runs"][0]["speedup_vs_naive"].get<double>(), 1.0);
     EXPECT_FALSE(doc["machine"]["cpu_model"].get<std::string>().empty());
@@ -127,6 +133,47 @@ TEST(Results, ReportsListEveryVariant) {
     EXPECT_NE(cmp.find("(not advised)"), std::string::npos) << cmp;
 }
 
+// --rounds 3: each round's best is kept, and the speedup over the naive rung
+// gets the range of the three paired ratios, which holds the best-of-all
+// ratio; the markdown and compare show it. One round: no range anywhere.
+TEST(Results, RoundsGiveTheSpeedupARange) {
+    const auto doc = small_run("m=33,n=17,k=9", {"naive", "simd"}, 0.01, nullptr, 0, 3);
+    ASSERT_EQ(doc["runs"].size(), 2u);
+    const auto& naive = doc["runs"][0];
+    const auto& simd = doc["runs"][1];
+    ASSERT_EQ(naive["time_s"]["round_best"].size(), 3u) << naive["time_s"].dump();
+    ASSERT_EQ(simd["time_s"]["round_best"].size(), 3u) << simd["time_s"].dump();
+    double best = 1e9;
+    for (auto& b : simd["time_s"]["round_best"]) best = std::min(best, b.get<double>());
+    EXPECT_DOUBLE_EQ(best, simd["time_s"]["best"].get<double>());  // the rounds' bests are the rounds' own
+    ASSERT_TRUE(simd.contains("speedup_vs_naive_range")) << simd.dump(2);
+    const auto& range = simd["speedup_vs_naive_range"];
+    EXPECT_EQ(range["rounds"], 3);
+    const double s = simd["speedup_vs_naive"].get<double>();
+    EXPECT_LE(range["lo"].get<double>(), s * (1 + 1e-12));
+    EXPECT_GE(range["hi"].get<double>(), s * (1 - 1e-12));
+    double lo = 1e9, hi = 0;
+    for (int i = 0; i < 3; ++i) {
+        const double ratio = naive["time_s"]["round_best"][i].get<double>() / simd["time_s"]["round_best"][i].get<double>();
+        lo = std::min(lo, ratio), hi = std::max(hi, ratio);
+    }
+    EXPECT_DOUBLE_EQ(range["lo"].get<double>(), lo);
+    EXPECT_DOUBLE_EQ(range["hi"].get<double>(), hi);
+    const std::string shown = " (" + mw::fmt(lo, 3) + "–" + mw::fmt(hi, 3) + ")";
+    const std::string md = mw::report_markdown(doc);
+    EXPECT_NE(md.find(shown), std::string::npos) << md;
+    EXPECT_NE(md.find("the range of the speedup over the run's interleaved rounds"), std::string::npos) << md;
+    EXPECT_NE(mw::compare_markdown(doc, doc).find(shown), std::string::npos);
+    // The naive rung against itself has no range worth showing: 1x every round.
+    EXPECT_FALSE(naive.contains("speedup_vs_naive_range"));
+    const auto one = small_run();
+    for (auto& r : one["runs"]) {
+        EXPECT_FALSE(r.contains("speedup_vs_naive_range")) << r.dump(2);
+        EXPECT_FALSE(r["time_s"].contains("round_best")) << r["time_s"].dump();
+    }
+    EXPECT_EQ(mw::report_markdown(one).find("interleaved rounds"), std::string::npos);
+}
+
 // A row disturbed while timed is marked in the markdown, with a footnote
 // that says what disturbed it; a run with none has neither.
 TEST(Results, ADisturbedRowIsMarked) {
@@ -149,14 +196,15 @@ TEST(Results, ADisturbedRowIsMarked) {
 }
 
 // `memwall run` beside a process spinning on every core: every row it times
-// is marked disturbed, and the terminal says so as it happens.
+// is marked disturbed, and the terminal says so as it happens; a wait for a
+// quiet machine (--wait-quiet 0.6) gives up, and the row and terminal say so.
 TEST(Disturbance, ARunBesideASpinnerMarksItsRows) {
     std::ostringstream progress;
     mw::test::SpinnerOnEveryCore neighbours;
     ASSERT_GT(neighbours.count(), 0u);
     // 1.5 s a variant: its window stays past kMinOthersWindowS even when the
     // warm-up call, slowed beside the spinner, doubles the estimate a sample is sized by.
-    const auto doc = small_run("m=129,n=127,k=33", {"naive", "simd"}, 1.5, &progress);
+    const auto doc = small_run("m=129,n=127,k=33", {"naive", "simd"}, 1.5, &progress, 0.6);
     neighbours.stop();
     ASSERT_EQ(doc["runs"].size(), 2u);
     for (auto& r : doc["runs"]) {
@@ -164,8 +212,14 @@ TEST(Disturbance, ARunBesideASpinnerMarksItsRows) {
         ASSERT_GE(r["disturbance"]["window_s"].get<double>(), mw::kMinOthersWindowS) << r["disturbance"].dump();
         EXPECT_TRUE(r["disturbance"]["disturbed"].get<bool>()) << r["disturbance"].dump();
         EXPECT_GT(r["disturbance"]["others_share"].get<double>(), 0.3) << r["disturbance"].dump();
+        ASSERT_TRUE(r.contains("quiet_wait")) << r.dump(2);
+        EXPECT_FALSE(r["quiet_wait"]["quiet"].get<bool>()) << r["quiet_wait"].dump();
+        EXPECT_GE(r["quiet_wait"]["waited_s"].get<double>(), 0.6) << r["quiet_wait"].dump();
+        EXPECT_NE(r["quiet_wait"]["why"].get<std::string>().find("other processes used"), std::string::npos);
     }
     EXPECT_NE(progress.str().find("DISTURBED while timed: other processes used"), std::string::npos) << progress.str();
+    EXPECT_NE(progress.str().find("no quiet machine within --wait-quiet 0.6 s (other processes used"), std::string::npos)
+        << progress.str();
 }
 
 // Whether large buffers sat on huge pages moves a DRAM stream's rate: the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "harness/timing.hpp"
@@ -159,6 +160,104 @@ TEST(Disturbance, TheWorseRoundIsKeptAndUnmeasuredIsNull) {
     r1.per_call = {1e-3}, r2.per_call = {2e-3};
     r1.disturbance = a, r2.disturbance = b;
     EXPECT_TRUE(mw::merge_timing(r1, r2).disturbance.disturbed());
+}
+
+// A call that takes 4 ms, each one 3% quicker than the last: the best
+// keeps falling, so --until-stable's batches never settle and stop at its
+// cap. A steady call settles at the second batch.
+mw::Instance quickening() {
+    mw::Instance inst;
+    auto d = std::make_shared<double>(4e-3);
+    inst.run = [d] {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(*d);
+        while (std::chrono::steady_clock::now() < end) {
+        }
+        *d *= 0.97;  // 133 ms in all: still 0.6 ms a call when the 0.1 s cap below ends it
+    };
+    return inst;
+}
+
+TEST(Timing, UntilStableStopsWhenTheBestHolds) {
+    mw::TimingOptions o;
+    o.budget_s = 0.01, o.min_samples = 3, o.max_samples = 3, o.min_sample_s = 0;
+    o.judge_load = false;
+    auto steady = spinner(std::chrono::microseconds(500));
+    const auto once = mw::time_instance("steady", steady, o);
+    EXPECT_FALSE(once.until_stable);
+    EXPECT_EQ(once.batches, 1);
+    o.until_stable_s = 2.0;
+    const auto settled = mw::time_instance("steady", steady, o);
+    EXPECT_TRUE(settled.until_stable);
+    EXPECT_TRUE(settled.stable);
+    EXPECT_GE(settled.batches, 2);
+    EXPECT_EQ(settled.samples, 3 * settled.batches);
+    o.until_stable_s = 0.1;
+    auto falling = quickening();
+    std::string gbench;
+    const auto capped = mw::time_instance("falling", falling, o, &gbench);
+    EXPECT_FALSE(capped.stable);
+    EXPECT_GE(capped.batches, 3);
+    EXPECT_EQ(capped.samples, 3 * capped.batches);
+    // Google Benchmark's record holds every batch, the later ones named so.
+    const auto doc = nlohmann::json::parse(gbench);
+    EXPECT_NE(gbench.find("falling/batch:2"), std::string::npos);
+    int iterations = 0;
+    for (const auto& b : doc["benchmarks"]) iterations += b.value("run_type", "") == "iteration";
+    EXPECT_EQ(iterations, 3 * capped.batches);
+    // Rounds: stable only if every round was.
+    mw::TimingStats a = settled, b = capped;
+    const auto both = mw::merge_timing(a, b);
+    EXPECT_FALSE(both.stable);
+    EXPECT_EQ(both.batches, settled.batches + capped.batches);
+}
+
+// --wait-quiet: beside a spinner on every core the wait gives up after its
+// seconds and says why; when the neighbour stops partway, the wait ends on
+// the first quiet probe after it, well before its limit.
+TEST(Disturbance, AWaitForQuietEndsWhenTheNeighbourStops) {
+    mw::test::SpinnerOnEveryCore neighbours;
+    ASSERT_GT(neighbours.count(), 0u);
+    const mw::QuietWait busy = mw::wait_for_quiet(1.2);
+    EXPECT_FALSE(busy.quiet);
+    EXPECT_GE(busy.probes, 2);
+    EXPECT_GE(busy.waited_s, 1.2);
+    EXPECT_LT(busy.waited_s, 1.2 + 2 * mw::kQuietProbeS);
+    EXPECT_NE(busy.to_json()["why"].get<std::string>().find("other processes used"), std::string::npos)
+        << busy.to_json().dump();
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        neighbours.stop();
+    });
+    const mw::QuietWait waited = mw::wait_for_quiet(30);
+    stopper.join();
+    EXPECT_TRUE(waited.quiet) << waited.to_json().dump();  // the hypervisor's steal, too, under 5% within 30 s
+    EXPECT_GE(waited.waited_s, 1.4);
+    EXPECT_LT(waited.waited_s, 29.0);
+    EXPECT_FALSE(waited.to_json().contains("why"));
+}
+
+// Two rounds' waits: times and probes add up; quiet only if both were, and
+// the failed one's last probe says why. A wait not asked is no wait.
+TEST(Disturbance, TwoRoundsWaitsAddUp) {
+    mw::QuietWait a, b;
+    a.asked_s = b.asked_s = 2;
+    a.waited_s = 0.5, a.probes = 1;
+    b.waited_s = 2.1, b.probes = 4, b.quiet = false;
+    b.last.measured = true, b.last.cores = 2, b.last.others_share = 0.3;
+    const mw::QuietWait m = mw::merge(a, b);
+    EXPECT_DOUBLE_EQ(m.waited_s, 2.6);
+    EXPECT_EQ(m.probes, 5);
+    EXPECT_FALSE(m.quiet);
+    EXPECT_EQ(m.to_json()["why"], "other processes used 30% of its 2 cores");
+    EXPECT_TRUE(mw::merge(a, a).quiet);
+    EXPECT_DOUBLE_EQ(mw::merge(mw::QuietWait{}, a).waited_s, 0.5);
+    EXPECT_FALSE(mw::QuietWait{}.asked());
+    mw::TimingStats r1, r2;
+    r1.per_call = {1e-3}, r2.per_call = {2e-3};
+    r1.quiet_wait = a, r2.quiet_wait = b;
+    EXPECT_FALSE(mw::merge_timing(r1, r2).quiet_wait.quiet);
+    // A wait of 0 asks for none and takes no time.
+    EXPECT_EQ(mw::wait_for_quiet(0).probes, 0);
 }
 
 // A GPU's time comes from CUDA events: the CPU's load is not judged.

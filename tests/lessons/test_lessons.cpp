@@ -90,6 +90,26 @@ TEST(LessonPlaceholders, RunFieldsSpeedupsAndCeilings) {
     EXPECT_DOUBLE_EQ(num(evaluate("shape:k", c)), 64);
 }
 
+// range:a/b: the speedup round by round over paired rounds (--rounds N),
+// as "lo–hi"; results with one round are named, never guessed.
+TEST(LessonPlaceholders, RangeComesFromPairedRounds) {
+    Context c = toy();
+    EXPECT_THROW(evaluate("range:fast/naive", c), Error);  // one round each
+    c.runs[0]["time_s"]["round_best"] = {2.0, 2.2, 2.1};
+    try {
+        evaluate("range:fast/naive", c);
+        ADD_FAILURE() << "a range from one round of fast";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--rounds"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("'fast' has 1 round"), std::string::npos) << e.what();
+    }
+    c.runs[1]["time_s"]["round_best"] = {0.025, 0.025, 0.03};  // 80x, 88x, 70x
+    EXPECT_EQ(std::get<std::string>(evaluate("range:fast/naive", c)), "70–88");
+    EXPECT_EQ(render("about {{speedup:fast/naive|2}}× ({{range:fast/naive}}×)", c), "about 80× (70–88×)");
+    c.runs[1]["time_s"]["round_best"] = {0.025, 0.025};  // unpaired
+    EXPECT_THROW(evaluate("range:fast/naive", c), Error);
+}
+
 TEST(LessonPlaceholders, Arithmetic) {
     const Context c = toy();
     EXPECT_DOUBLE_EQ(num(evaluate("run:fast.gflops / run:naive.gflops", c)), 80.0);
@@ -337,6 +357,24 @@ TEST(Lessons, EveryLevelResolvesAgainstItsResults) {
 
 // The committed rendered copy is what `memwall lesson --render` makes from
 // the committed results (regenerate it after re-measuring).
+// A rendered lesson says which of its recorded runs were disturbed while
+// timed, and why; results with none say nothing of it.
+TEST(Lessons, DisturbedRunsAreNamedInTheRenderedCopy) {
+    Level L = load_level(kRoot / "levels", kRoot, "01");
+    Context ctx = recorded_context(L);
+    EXPECT_EQ(render_document(L, ctx).find("disturbed while timed"), std::string::npos);
+    ASSERT_FALSE(ctx.runs.empty());
+    auto& r = ctx.runs[0];
+    r["disturbance"] = {{"disturbed", true}, {"why", "other processes used 40% of its 2 cores"}};
+    const std::string doc = render_document(L, ctx);
+    const std::string named = r["op"].get<std::string>() + " / " + r["variant"].get<std::string>() + " at " +
+                              r["shape_str"].get<std::string>() + " (other processes used 40% of its 2 cores)";
+    EXPECT_NE(doc.find("**1 of its runs were disturbed while timed**"), std::string::npos) << doc.substr(0, 2000);
+    EXPECT_NE(doc.find(named), std::string::npos) << doc.substr(0, 2000);
+    r["timing_meaningful"] = false;  // an emulated row's time means nothing either way
+    EXPECT_EQ(render_document(L, ctx).find("disturbed while timed"), std::string::npos);
+}
+
 TEST(Lessons, RenderedCopiesAreUpToDate) {
     for (auto& id : level_ids(kRoot / "levels")) {
         const fs::path committed = kRoot / "levels" / id / "lesson.rendered.md";
@@ -388,6 +426,9 @@ TEST(LessonCli, BadLevelAndStepExitTwoNamingChoices) {
     EXPECT_NE(r.output.find("cpu"), std::string::npos) << r.output;
     r = memwall("lesson 01 --only --no-pause");
     EXPECT_EQ(r.status, 2) << r.output;
+    r = memwall("lesson 01 --wait-quiet -3 --no-pause");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("--wait-quiet must be between 0 and 3600 seconds, got -3"), std::string::npos) << r.output;
 }
 
 TEST(LessonCli, RenderWritesMarkdownWithEveryNumberFilled) {

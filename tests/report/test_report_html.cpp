@@ -119,6 +119,28 @@ TEST_F(ReportHtml, ComparedWithItselfEveryTimedVariantIsWithinNoise) {
     EXPECT_EQ(page.find(">slower<"), std::string::npos);
 }
 
+// A row disturbed while timed is shaded with its cause in the title; a
+// speedup with a range over rounds shows the range under the ratio.
+TEST_F(ReportHtml, ADisturbedRowAndASpeedupRangeAreShown) {
+    const fs::path plain = copy("plain");
+    ASSERT_EQ(memwall("report " + plain.string() + " --html").status, 0);
+    const std::string before = slurp(plain / "index.html");
+    EXPECT_EQ(before.find("class=\"disturbed\""), std::string::npos);
+    EXPECT_EQ(before.find("interleaved rounds"), std::string::npos);
+    const fs::path d = copy_edited("marked", "vectorization-cpu.json", [](json& doc) {
+        auto& r = doc["runs"].back();
+        r["disturbance"] = {{"disturbed", true}, {"why", "other processes used 61% of its 2 cores"}};
+        r["speedup_vs_naive_range"] = {{"lo", 2.5}, {"hi", 3.25}, {"rounds", 3}};
+    });
+    auto r = memwall("report " + d.string() + " --html");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string page = slurp(d / "index.html");
+    EXPECT_NE(page.find("class=\"disturbed\" title=\"disturbed while timed: other processes used 61% of its 2 cores"),
+              std::string::npos);
+    EXPECT_NE(page.find("over 3 interleaved rounds"), std::string::npos);
+    EXPECT_NE(page.find(">2.5x–3.25x</small>"), std::string::npos);
+}
+
 TEST_F(ReportHtml, MissingCeilingsIsAnErrorNamingIt) {
     const fs::path d = copy("no-ceilings");
     fs::remove(d / "ceilings.json");
