@@ -259,7 +259,7 @@ std::string page(const std::string& level, const json& rows, const json& copies,
     h << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memwall grade-all: level "
       << html_escape(level) << "</title><style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
       << "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-      << "th{background:#f0f0f0}.n{text-align:right}.copy{background:#fde8e8}pre{background:#f7f7f7;padding:6px;"
+      << "th{background:#f0f0f0}.n{text-align:right;white-space:nowrap}.copy{background:#fde8e8}pre{background:#f7f7f7;padding:6px;"
       << "font-size:12px;overflow-x:auto;margin:0}.pair{display:grid;grid-template-columns:1fr 1fr;gap:8px;"
       << "margin:.5em 0 1.5em}</style></head><body>\n";
     h << "<h1>Level " << html_escape(level) << ": " << rows.size() << " submissions</h1>\n";
