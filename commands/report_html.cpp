@@ -153,7 +153,8 @@ std::string ratio_or_dash(const json& r, const char* key) {
 // The speedup's range over paired rounds (speedup_vs_naive_range), small, under the ratio; "" without one.
 std::string range_html(const json& r) {
     auto it = r.find("speedup_vs_naive_range");
-    if (it == r.end() || !it->is_object()) return "";
+    if (it == r.end() || !it->is_object() || !it->value("lo", json()).is_number() || !it->value("hi", json()).is_number())
+        return "";
     const json& g = *it;
     return "<br><small title=\"the range over " + std::to_string(g.value("rounds", 0)) +
            " interleaved rounds, each round's best against the naive rung's best of the same round\">" +

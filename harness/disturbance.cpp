@@ -131,15 +131,21 @@ nlohmann::json Disturbance::to_json() const {
     return j;
 }
 
-QuietWait wait_for_quiet(double max_s, bool others_measurable) {
+QuietWait wait_for_quiet(double max_s) {
+    return wait_for_quiet(max_s, [] {
+        DisturbanceWindow window;
+        std::this_thread::sleep_for(std::chrono::duration<double>(kQuietProbeS));
+        return window.close();
+    });
+}
+
+QuietWait wait_for_quiet(double max_s, const std::function<Disturbance()>& probe) {
     QuietWait q;
     q.asked_s = max_s;
     if (max_s <= 0) return q;
     const auto t0 = std::chrono::steady_clock::now();
     for (;;) {
-        DisturbanceWindow probe(others_measurable);
-        std::this_thread::sleep_for(std::chrono::duration<double>(kQuietProbeS));
-        q.last = probe.close();
+        q.last = probe();
         ++q.probes;
         q.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         q.quiet = !q.last.disturbed();

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -73,7 +74,9 @@ struct QuietWait {
     nlohmann::json to_json() const;
 };
 
-QuietWait wait_for_quiet(double max_s, bool others_measurable = true);
+QuietWait wait_for_quiet(double max_s);
+// The same loop over any probe (one window each): the tests' planted ones.
+QuietWait wait_for_quiet(double max_s, const std::function<Disturbance()>& probe);
 
 // Two waits of one variant (its rounds): times and probes added, quiet only if both were.
 QuietWait merge(const QuietWait& a, const QuietWait& b);

@@ -231,7 +231,9 @@ std::string fmt_opt(const nlohmann::json& v, int prec = 3, const char* suffix = 
 // " (lo–hi)": the speedup's range over paired rounds (speedup_vs_naive_range), or "".
 std::string range_str(const nlohmann::json& r) {
     auto it = r.find("speedup_vs_naive_range");
-    if (it == r.end() || !it->is_object()) return "";
+    if (it == r.end() || !it->is_object() || !it->value("lo", nlohmann::json()).is_number() ||
+        !it->value("hi", nlohmann::json()).is_number())
+        return "";
     return " (" + fmt((*it)["lo"].get<double>(), 3) + "–" + fmt((*it)["hi"].get<double>(), 3) + ")";
 }
 

@@ -6,7 +6,7 @@
 #                                  small shapes, in a view where the libraries the kit must carry are
 #                                  hidden (bubblewrap), and check the archive it makes
 #   --no-build                     pack from the build that is there (tests; a build just made)
-#   --fast                         pack with xz's preset 1 (tests: 22 s instead of 200 on 2 cores, ~12% bigger)
+#   --fast                         pack with xz's preset 1 (tests: the xz step 22 s instead of 180 on 2 cores, ~12% bigger)
 #   --out DIR                      where the dry run leaves its archive (default: a temporary folder)
 #   --kit DIR                      pack the kit there instead of gpu-kit/ (tests)
 #   scripts/gpu-kit.sh --import ARCHIVE

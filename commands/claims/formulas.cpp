@@ -962,7 +962,7 @@ Formula number_format_formula() {
 // lever's kernels use, and how far apart they are.
 std::vector<Output> eval_gelu(const Params& p) {
     const double x = p.at("x");
-    const double exact = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    const double exact = 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // = 0.5 x (1 + erf(x / sqrt 2)), without its cancellation for x << 0
     const double c = std::sqrt(2 / std::numbers::pi);
     const double approx = 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
     return {out("gelu", exact, "1", "0.5 x (1 + erf(x / sqrt 2))"),
@@ -1109,8 +1109,10 @@ std::vector<Output> eval_inverse_amdahl(const Params& p) {
     if (!(slack > 1e-12 / S))
         throw UsageError("--target_speedup " + fmt(S) + " cannot be reached: with " + fmt(f) + " of the time sped up, the "
                          "whole gains at most 1 / (1 - fraction) = " + fmt(limit) + " (an infinitely fast part)");
-    return {out("part_speedup", f / slack, "1", "fraction / (1 / target - (1 - fraction))"),
-            out("limit", limit, "1", "1 / (1 - fraction): the whole's speedup with the part at zero time")};
+    std::vector<Output> o = {out("part_speedup", f / slack, "1", "fraction / (1 / target - (1 - fraction))")};
+    if (f < 1)  // all of the time sped up: no limit but the part's own
+        o.push_back(out("limit", limit, "1", "1 / (1 - fraction): the whole's speedup with the part at zero time"));
+    return o;
 }
 
 Formula inverse_amdahl_formula() {

@@ -434,6 +434,8 @@ Value range_ref(const std::string& body, const Context& ctx) {
                     std::to_string(rounds(ta)) + " round(s), '" + b + "' " + std::to_string(rounds(tb)));
     double lo = 0, hi = 0;
     for (std::size_t i = 0; i < ta->size(); ++i) {
+        if (!(*tb)[i].is_number() || !(*ta)[i].is_number())
+            throw Error("range:" + body + ": round " + std::to_string(i + 1) + " has no time");
         const double x = (*tb)[i].get<double>(), y = (*ta)[i].get<double>();
         if (!(x > 0 && y > 0)) throw Error("range:" + body + ": round " + std::to_string(i + 1) + " has no time");
         lo = i == 0 ? x / y : std::min(lo, x / y);

@@ -578,7 +578,10 @@ void validate(const LaunchSpec& s, const KernelInfo& info) {
     if (s.block.z > 64) bad("blockDim.z " + std::to_string(s.block.z) + " (at most 64)");
     if (s.grid.y > 65535 || s.grid.z > 65535) bad("gridDim.y and gridDim.z are at most 65535");
     if (!info.ambiguous.empty())
-        bad("its static __shared__ array '" + info.ambiguous.substr(info.ambiguous.rfind("::") + 2) + "'" +
+        bad("its static __shared__ array '" +
+            (info.ambiguous.rfind("::") == std::string::npos ? info.ambiguous
+                                                            : info.ambiguous.substr(info.ambiguous.rfind("::") + 2)) +
+            "'" +
             " has several copies in the symbol table and no file symbol says which is this object's (a binary "
             "stripped with --strip-debug: add --keep-file-symbols)");
     std::size_t static_bytes = 0;

@@ -356,6 +356,9 @@ TEST(Formulas, Gelu) {
     EXPECT_NEAR(out("gelu", {{"x", "1"}}, "gelu_tanh"), 0.8411920, 1e-7);
     EXPECT_NEAR(out("gelu", {{"x", "1"}}, "tanh_error"), 0.8411920 - 0.8413447, 2e-7);
     EXPECT_DOUBLE_EQ(out("gelu", {{"x", "0"}}, "gelu"), 0.0);
+    // Far left, 1 + erf cancels; the tail does not: Phi(-8) = 6.2209606e-16 (a
+    // normal table), so GELU(-8) = -4.9767685e-15.
+    EXPECT_NEAR(out("gelu", {{"x", "-8"}}, "gelu"), -4.9767685e-15, 1e-21);
 }
 
 // Row (1, 3): mean 2, variance ((1-2)^2 + (3-2)^2) / 2 = 1 (over n, not n - 1);
@@ -418,6 +421,8 @@ TEST(Formulas, InverseAmdahl) {
     EXPECT_NEAR(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "5"}}, "part_speedup"), 9.0, 1e-12);
     EXPECT_NEAR(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "5"}}, "limit"), 10.0, 1e-12);
     EXPECT_THROW(out("inverse_amdahl", {{"fraction", "0.9"}, {"target_speedup", "10"}}, "part_speedup"), mw::UsageError);
+    // All of the time sped up: the part needs the target itself, and there is no limit.
+    EXPECT_NEAR(out("inverse_amdahl", {{"fraction", "1"}, {"target_speedup", "7"}}, "part_speedup"), 7.0, 1e-12);
     EXPECT_NEAR(out("amdahl", {{"fraction_a", "0.9"}, {"keep_a", "0.1111111111111111"}}, "speedup"), 5.0, 1e-12);  // and back
 }
 

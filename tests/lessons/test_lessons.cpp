@@ -355,8 +355,6 @@ TEST(Lessons, EveryLevelResolvesAgainstItsResults) {
     EXPECT_GE(lessons, 1);
 }
 
-// The committed rendered copy is what `memwall lesson --render` makes from
-// the committed results (regenerate it after re-measuring).
 // A rendered lesson says which of its recorded runs were disturbed while
 // timed, and why; results with none say nothing of it.
 TEST(Lessons, DisturbedRunsAreNamedInTheRenderedCopy) {
@@ -375,6 +373,8 @@ TEST(Lessons, DisturbedRunsAreNamedInTheRenderedCopy) {
     EXPECT_EQ(render_document(L, ctx).find("disturbed while timed"), std::string::npos);
 }
 
+// The committed rendered copy is what `memwall lesson --render` makes from
+// the committed results (regenerate it after re-measuring).
 TEST(Lessons, RenderedCopiesAreUpToDate) {
     for (auto& id : level_ids(kRoot / "levels")) {
         const fs::path committed = kRoot / "levels" / id / "lesson.rendered.md";
