@@ -478,6 +478,19 @@ std::string report_csv(const nlohmann::json& doc) {
     return os.str();
 }
 
+std::optional<std::pair<double, double>> paired_ratio_range(const nlohmann::json& a, const nlohmann::json& b) {
+    if (!a.is_array() || !b.is_array() || a.size() != b.size() || a.size() < 2) return std::nullopt;
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_number() || !b[i].is_number()) return std::nullopt;
+        const double x = a[i].get<double>(), y = b[i].get<double>();
+        if (!(x > 0 && y > 0)) return std::nullopt;
+        lo = i == 0 ? x / y : std::min(lo, x / y);
+        hi = i == 0 ? x / y : std::max(hi, x / y);
+    }
+    return std::pair{lo, hi};
+}
+
 std::string run_key(const nlohmann::json& r) { return group_key(r) + " / " + r["variant"].get<std::string>(); }
 
 RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now) {

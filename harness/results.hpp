@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -62,5 +64,12 @@ struct RunComparison {
 RunComparison compare_runs(const nlohmann::json& base, const nlohmann::json& now);
 // The key runs of two files are matched by: lever / op / backend / dtype / shape / variant.
 std::string run_key(const nlohmann::json& run);
+
+// The speedup of b over a round by round (--rounds N, interleaved: round i
+// of both ran minutes apart at most, on one machine state): the smallest and
+// largest of a_i / b_i over two time_s.round_best arrays; nothing when they
+// are not both N >= 2 positive times. The best-of-all ratio min a / min b
+// always lies inside it.
+std::optional<std::pair<double, double>> paired_ratio_range(const nlohmann::json& a, const nlohmann::json& b);
 
 }  // namespace mw

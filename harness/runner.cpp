@@ -647,28 +647,6 @@ void set_time(json& r, const TimingStats& t) {
     }
 }
 
-// The speedup over the naive rung round by round (--rounds N, interleaved:
-// round i of both ran minutes apart at most, on the same machine state), as
-// the range of the N paired ratios; null with one round, or unpaired rounds.
-// The best-of-all ratio always lies inside it (min a / min b sits between
-// the smallest and largest a_i / b_i).
-json speedup_range(const json& naive_time, const json& time) {
-    const json none;
-    if (!naive_time.contains("round_best") || !time.contains("round_best")) return none;
-    const json& a = naive_time["round_best"];
-    const json& b = time["round_best"];
-    if (a.size() != b.size() || a.size() < 2) return none;
-    double lo = 0, hi = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double x = a[i].get<double>(), y = b[i].get<double>();
-        if (!(x > 0 && y > 0)) return none;
-        const double ratio = x / y;
-        lo = i == 0 ? ratio : std::min(lo, ratio);
-        hi = i == 0 ? ratio : std::max(hi, ratio);
-    }
-    return {{"lo", lo}, {"hi", hi}, {"rounds", a.size()}};
-}
-
 // Folds a later round's row into the first: the verdict holds only if every
 // round was correct (a wrong round's message and error are kept), the
 // timing is over all rounds' samples.
@@ -718,8 +696,10 @@ void add_group_ratios(json& runs, const std::vector<std::size_t>& rows, const Ru
         r["speedup_vs_naive_median"] =
             meaningful && naive_median > 0 ? json(naive_median / r["time_s"]["median"].get<double>()) : json();
         if (meaningful && naive_best > 0 && &r != naive)  // the naive rung's own: 1x every round
-            if (json range = speedup_range((*naive)["time_s"], r["time_s"]); !range.is_null())
-                r["speedup_vs_naive_range"] = range;
+            if (auto range = paired_ratio_range((*naive)["time_s"].value("round_best", json()),
+                                                r["time_s"].value("round_best", json())))
+                r["speedup_vs_naive_range"] = {{"lo", range->first}, {"hi", range->second},
+                                               {"rounds", r["time_s"]["round_best"].size()}};
         r["speedup_vs_vendor"] = meaningful && vendor_best > 0 ? json(vendor_best / best) : json();
         const bool read = r.value("memory_roof", "") == "dram_read";
         const std::string compute = r.value("compute_dtype", "fp32");

@@ -432,15 +432,9 @@ Value range_ref(const std::string& body, const Context& ctx) {
     if (rounds(ta) < 2 || rounds(ta) != rounds(tb))
         throw Error("range:" + body + " needs both runs recorded in one run with --rounds N (N >= 2); '" + a + "' has " +
                     std::to_string(rounds(ta)) + " round(s), '" + b + "' " + std::to_string(rounds(tb)));
-    double lo = 0, hi = 0;
-    for (std::size_t i = 0; i < ta->size(); ++i) {
-        if (!(*tb)[i].is_number() || !(*ta)[i].is_number())
-            throw Error("range:" + body + ": round " + std::to_string(i + 1) + " has no time");
-        const double x = (*tb)[i].get<double>(), y = (*ta)[i].get<double>();
-        if (!(x > 0 && y > 0)) throw Error("range:" + body + ": round " + std::to_string(i + 1) + " has no time");
-        lo = i == 0 ? x / y : std::min(lo, x / y);
-        hi = i == 0 ? x / y : std::max(hi, x / y);
-    }
+    const auto range = paired_ratio_range(*tb, *ta);
+    if (!range) throw Error("range:" + body + ": a round has no time");
+    const auto [lo, hi] = *range;
     return fmt_num(lo, 3) + "–" + fmt_num(hi, 3);
 }
 
