@@ -48,6 +48,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -60,6 +61,7 @@
 #include "commands/grade/keyed_seed.hpp"
 #include "commands/grade/sanitize.hpp"
 #include "commands/grade/sandbox.hpp"
+#include "commands/grade/timing_lock.hpp"
 #include "harness/emu/remote_device.hpp"
 #include "harness/replay.hpp"
 #include "harness/gpu.hpp"
@@ -83,6 +85,7 @@ constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stop
 constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
 constexpr double kTimedCallAlpha = 1e-9;  // a timed call's distribution check (both tails together)
 constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
+constexpr double kTimingLockWaitS = 300;  // the longest a grade waits for another's timing
 constexpr int kBurst = 3;  // calls per side and round
 
 double now_s() {
@@ -1277,6 +1280,15 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.spec.ro_binds = {build.exe.string()};
         const int worker_threads = emulated ? std::min(hw, kEmulatorThreads) : threads;
         s.spec.env = child_env(worker_threads);
+        // One grade times at a time on this host: taken before the cores are
+        // picked, so that another grade's timed calls neither share them nor
+        // steer the choice, and kept until the worker stops.
+        std::optional<TimingLock> timing;
+        if (!emulated && !x.speed_shape.empty()) {
+            timing.emplace(timing_lock_wait_s(kTimingLockWaitS));
+            doc["timing_lock"] = {{"held", timing->held()}, {"waited_s", std::round(timing->waited_s() * 10) / 10}};
+            if (!timing->held()) doc["timing_lock"]["why_not"] = timing->why_not();
+        }
         // The cores both sides run on: the least busy now that the compiler is done.
         const CpuChoice cores = quietest_cpus(worker_threads);
         doc["cpus"] = cpu_list(cores.cpus);
@@ -1330,6 +1342,7 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
             tests.push_back(grade_speed(s, x, *op, oracle, ref, b, seed, all_correct));
         }
         stop(s);
+        timing.reset();
         left_behind = s.left_behind;
         release(s.shm);
         // Not capped: a call killed at the limit is charged until it was
@@ -1368,6 +1381,9 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     if (left_behind)
         notes.push_back("a process of the submission was still alive 10 s after it was killed (the grade's guard "
                         "removes it when the grader exits; `memwall grade --cleanup` removes what a dead grader left)");
+    if (doc.contains("timing_lock") && !doc["timing_lock"]["held"].get<bool>())
+        notes.push_back("timed without the host's grading lock (" + doc["timing_lock"]["why_not"].get<std::string>() +
+                        "): another grade may have timed beside this one, and the speed ratio is noisier");
     if (!busy_note.empty())
         notes.push_back("other work was running on the CPUs graded on, the least busy there were: " + busy_note +
                         "; the submission and the reference shared them alike, but the speed ratio is noisier: "
@@ -1397,6 +1413,11 @@ int run_grade(const GradeOptions& o) {
     if (o.submission.empty() || !fs::is_regular_file(o.submission))
         throw UsageError("submission '" + o.submission + "' is not a readable file");
     if (o.time_limit_s < 0) throw UsageError("--time-limit must be positive");
+    try {
+        timing_lock_wait_s(kTimingLockWaitS);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
     if (!o.out.empty() && fs::is_directory(o.out)) throw UsageError("--out '" + o.out + "' is a directory");
     Seed seed = resolve_seed(o);
     seed.domain = x.level_id + "/" + x.id + (seed.kind == "secret" ? "/" + fresh_nonce() : "");

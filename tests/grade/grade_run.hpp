@@ -32,6 +32,7 @@ struct GradeRun {
     int status = -1;
     std::string output;  // stdout + stderr
     json doc;            // the report, when one was written
+    double lock_wait_s = 0;  // how long it waited for another grade's timing (the host's grading lock)
 };
 
 // memwall grade <level> <args> --format <format> --out <tmp>; the report is parsed.
@@ -52,6 +53,7 @@ inline GradeRun grade_level(const std::string& level, const std::string& args, c
         std::ifstream in(out);
         if (format == "text") r.output += std::string(std::istreambuf_iterator<char>(in), {});
         else r.doc = json::parse(in);
+        if (r.doc.contains("timing_lock")) r.lock_wait_s = r.doc["timing_lock"]["waited_s"].get<double>();
         fs::remove(out);
     }
     return r;

@@ -4,6 +4,9 @@
 // project's own optimized code) get full marks. Usage errors exit 2.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,7 +77,8 @@ TEST(Grade, CompileErrorIsAZeroNotACrash) {
 TEST(Grade, EndlessLoopIsKilledAtTheLimit) {
     const auto t0 = std::chrono::steady_clock::now();
     const GradeRun r = grade(control("endless.cpp") + " --seed 1 --time-limit 2");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Less any wait for another grade's timing (tests run side by side).
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - r.lock_wait_s;
     EXPECT_EQ(r.doc["score"].get<double>(), 0);
     print_margin("wall_s", s, 60, true);
     EXPECT_LT(s, 60) << "the 2 s limit must hold (compile time included)";
@@ -90,6 +94,45 @@ TEST(Grade, NaiveStubIsCorrectButSlow) {
 
 TEST(Grade, ReferenceSolutionGetsFullMarks) {
     expect_full_marks("01", kExercise + "/solutions/gemm_cpu_reference.cpp");
+}
+
+// One grade times at a time on a host: a grade waits for another's lock
+// (here held by the test all along) and, past its wait, times anyway and
+// says so; a lock path that is a FIFO (a hostile neighbour's) neither hangs
+// the grade nor loses its report.
+TEST(Grade, OneGradeTimesAtATimeOnAHost) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-lock-test-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    const fs::path lock = dir / "grade.lock";
+    const int fd = open(lock.c_str(), O_RDONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+    const std::string stub = "--submission " + kExercise + "/gemm_cpu.cpp --seed 5";
+    GradeRun r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string() + " MEMWALL_GRADE_LOCK_WAIT_S=3");
+    close(fd);
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_TRUE(r.doc.contains("timing_lock")) << r.doc.dump(1);
+    EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>());
+    EXPECT_GE(r.doc["timing_lock"]["waited_s"].get<double>(), 2.9) << "it did not wait for the lock";
+    EXPECT_NE(r.doc.dump().find("timed without the host's grading lock"), std::string::npos) << r.doc.dump(1);
+    EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << "still graded after the wait";
+
+    r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string());  // the lock free now: taken at once
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(r.doc["timing_lock"]["held"].get<bool>());
+    EXPECT_LT(r.doc["timing_lock"]["waited_s"].get<double>(), 1.0);
+
+    const fs::path fifo = dir / "fifo.lock";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + fifo.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>());
+    EXPECT_NE(r.doc["timing_lock"]["why_not"].get<std::string>().find("not a plain file"), std::string::npos);
+
+    r = grade(stub, "json", "MEMWALL_GRADE_LOCK_WAIT_S=soon");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("MEMWALL_GRADE_LOCK_WAIT_S 'soon'"), std::string::npos) << r.output;
+    fs::remove_all(dir);
 }
 
 // A timed call that shared its core with another task is slower than the

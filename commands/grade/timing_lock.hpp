@@ -1,0 +1,44 @@
+// One grade times at a time on a host. Two grades started together (an
+// instructor's two terminals, a test suite run with -j) would otherwise
+// time their calls against each other: each side of each race waits for a
+// core at random, and a reference solution measured 0.82 of its own rung
+// beside a busy core where alone it measures 0.99-1.05. A grade takes this
+// lock before it picks its cores and starts its worker, and keeps it until
+// the worker is stopped; compiling, which times nothing, stays outside.
+//
+// The lock is flock(2) on a file in the temporary folder (the sandbox sees
+// a /tmp of its own, so no submission can reach it): released by the
+// kernel when the grader exits however it exits, never stale. A grade that
+// cannot open the file, or waits longer than `max_wait_s`, times anyway and
+// its report says so.
+#pragma once
+
+#include <string>
+
+namespace mw::grade {
+
+class TimingLock {
+public:
+    // Waits up to `max_wait_s` for the lock at MEMWALL_GRADE_LOCK if set,
+    // else <temp folder>/memwall-grade-timing.lock.
+    explicit TimingLock(double max_wait_s);
+    ~TimingLock();
+    TimingLock(const TimingLock&) = delete;
+    TimingLock& operator=(const TimingLock&) = delete;
+
+    bool held() const { return fd_ >= 0; }
+    double waited_s() const { return waited_s_; }
+    const std::string& path() const { return path_; }
+    const std::string& why_not() const { return why_not_; }  // empty when held
+
+private:
+    int fd_ = -1;
+    double waited_s_ = 0;
+    std::string path_, why_not_;
+};
+
+// MEMWALL_GRADE_LOCK_WAIT_S if set (seconds, 0 to 86400), else `fallback`;
+// std::invalid_argument naming the value otherwise.
+double timing_lock_wait_s(double fallback);
+
+}  // namespace mw::grade
