@@ -647,10 +647,11 @@ void overview_row(std::ostream& h, const Page& pg, const std::string& l) {
     }
     std::string where, mem_where;
     const std::string best = best_speedup(gs, &where), mem = least_memory(gs, &mem_where);
-    int repro = 0, differs = 0;
+    int repro = 0, differs = 0, assumed = 0;
     for (const json* c : claims) {
         repro += c->value("verdict", "") == "reproduced";
         differs += c->value("verdict", "") == "differs";
+        assumed += c->value("verdict", "") == "depends on an assumption";
     }
     h << "<tr><td class=\"l\"><a href=\"#lever-" << anchor(l) << "\">" << esc(l) << "</a></td><td class=\"l\">"
       << esc(join({ops.begin(), ops.end()})) << "</td><td>" << ran << "</td><td>"
@@ -658,7 +659,8 @@ void overview_row(std::ostream& h, const Page& pg, const std::string& l) {
       << (ok == ran ? "" : " correct") << "</span>"
       << "</td><td class=\"l\">" << best << (where.empty() ? "" : " <span class=\"dim\">" + esc(where) + "</span>")
       << "</td><td class=\"l\">" << mem << (mem_where.empty() ? "" : " <span class=\"dim\">" + esc(mem_where) + "</span>")
-      << "</td><td>" << (claims.empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ")
+      << "</td><td>" << (claims.empty() ? std::string("—") : std::to_string(repro) + " reproduced, " + std::to_string(differs) + " differ" +
+                                                 (assumed ? ", " + std::to_string(assumed) + " depend on an assumption" : ""))
       << "</td><td class=\"l\">";
     if (pg.lessons.count(l))
         h << "<a href=\"" << esc(relative_link(pg.lessons.at(l), pg.page_dir)) << "\">"

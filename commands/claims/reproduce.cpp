@@ -11,7 +11,9 @@
 // "needs a GPU" (a wall-clock claim this machine cannot measure; no number
 // is invented; with --run-experiments on a machine with a GPU, the claims
 // that name a results field are run and the GPU is named), "not run" (a CPU
-// experiment without --run-experiments). A "differs" gets a severity:
+// experiment without --run-experiments), "depends on an assumption" (the
+// seed leaves an input open: under one reading its figure follows, under the
+// project's own it does not; both are computed and shown). A "differs" gets a severity:
 // wrong conclusion, error (with the factor) or rounding, and is listed worst
 // first. Claims are also checked against each other (derived checks and
 // shared quantities), and every numeric line of the seed texts must carry a
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -325,6 +328,9 @@ Judged judge(const json& c, bool run_experiments) {
                 row["ours_text"] = ours_text;
                 const json tol = c.value("tolerance", json{{"relative", 0.02}});
                 verdict = matches(lo, hi, pub, tol) ? "reproduced" : "differs";
+                // How far ours lies from a single published value, whatever the verdict.
+                if (!pub.contains("range") && pub.at("value").get<double>() != 0 && lo == hi)
+                    row["relative_gap"] = (lo - pub["value"].get<double>()) / std::abs(pub["value"].get<double>());
                 if (verdict == "differs") {
                     recomputation = "ours " + show_ours(lo, hi, unit) + " vs published " + show_pub(pub);
                     if (!pub.contains("range") && pub.at("value").get<double>() != 0)
@@ -357,6 +363,47 @@ Judged judge(const json& c, bool run_experiments) {
                 alts.push_back({{"label", a.at("label")}, {"ours_text", t}});
             }
             if (!alts.empty()) row["alternatives"] = alts;
+            if (c.contains("assumption")) {
+                // The readings of an input the seed leaves open, each judged
+                // like the claim's own: a figure that follows under one of
+                // them is not an error, but it is not reproduced either.
+                const json& as = c["assumption"];
+                const json tol = c.value("tolerance", json{{"relative", 0.02}});
+                // A reading's value as shown, and whether the published figure follows from it.
+                auto judged = [&](const Value& w) -> std::pair<std::string, bool> {
+                    const bool text_pub = pub.contains("value") && pub["value"].is_string();
+                    if (w.dim == "text") return {w.text, text_pub && pub["value"] == w.text};
+                    const double wlo = calc::to_unit(w.lo, w.dim, unit), whi = calc::to_unit(w.hi, w.dim, unit);
+                    return {show_ours(wlo, whi, unit), !text_pub && matches(wlo, whi, pub, tol)};
+                };
+                json readings = json::array();
+                readings.push_back({{"label", as.at("ours")}, {"ours_text", judged(v).first},
+                                    {"holds", verdict == "reproduced"}});
+                bool any = false;
+                for (auto& a : as.at("readings")) {
+                    json ch = check;
+                    if (a.contains("output")) ch["output"] = a["output"];
+                    if (a.contains("formula")) ch["formula"] = a["formula"];
+                    if (a.contains("sweep")) {  // another span of a swept input, or (null) none
+                        if (a["sweep"].is_null()) ch.erase("sweep");
+                        else ch["sweep"] = a["sweep"];
+                    }
+                    std::pair<std::string, bool> r;
+                    try {  // a reading that cannot be computed is shown so; the claim keeps its own verdict
+                        r = judged(eval_formula_check(ch, a.value("params", json::object())));
+                    } catch (const std::exception& e) {
+                        r = {std::string("not computed: ") + e.what(), false};
+                    }
+                    any = any || r.second;
+                    readings.push_back({{"label", a.at("label")}, {"ours_text", r.first}, {"holds", r.second}});
+                }
+                row["assumption"] = {{"open", as.at("open")}, {"readings", readings}};
+                if (verdict == "differs" && any) {
+                    verdict = "depends on an assumption";
+                    recomputation.clear();
+                    why = as.at("open").get<std::string>();
+                }
+            }
             if (verdict == "differs") {
                 why = c.value("on_difference", "");
                 classify(c, v, unit, row);
@@ -392,6 +439,28 @@ void validate_claim(const json& c) {
     const std::string kind = c["check"].value("kind", "");
     if (kind != "formula" && kind != "cpu-experiment" && kind != "gpu-only")
         throw std::runtime_error("claim " + id + ": check.kind must be formula, cpu-experiment or gpu-only");
+    if (c.contains("assumption")) {
+        const json& a = c["assumption"];
+        if (kind != "formula" || !a.is_object() || !a.contains("open") || !a["open"].is_string() ||
+            !a.contains("ours") || !a["ours"].is_string() || !a.contains("readings") || !a["readings"].is_array() ||
+            a["readings"].empty())
+            throw std::runtime_error("claim " + id + ": \"assumption\" (formula claims only) needs \"open\" (what the "
+                                     "seed leaves open), \"ours\" (the label of the check's own reading) and "
+                                     "\"readings\" (each a \"label\" and a \"params\" patch)");
+        const json& check = c["check"];
+        for (auto& r : a["readings"]) {
+            if (!r.is_object() || !r.contains("label") || !r["label"].is_string() || !r.contains("params") ||
+                !r["params"].is_object())
+                throw std::runtime_error("claim " + id + ": every assumption reading needs a \"label\" (text) and "
+                                         "a \"params\" patch (an object)");
+            // A swept input set without a sweep of its own would be overwritten by the sweep.
+            if (check.contains("sweep") && !r.contains("sweep") &&
+                r["params"].contains(check["sweep"].value("param", "")))
+                throw std::runtime_error("claim " + id + ": the reading \"" + r["label"].get<std::string>() +
+                                         "\" sets the swept input " + check["sweep"].value("param", "") +
+                                         ": give it a \"sweep\" of its own, or null for none");
+        }
+    }
 }
 
 // ---- coverage: every numeric line of a seed text has a claim or a reason ----
@@ -418,6 +487,30 @@ bool is_numeric_line(const std::string& l) {
     return std::any_of(l.begin(), l.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
+// The numbers of a line, as [begin, end) spans: a run of digits (with
+// thousands commas and one decimal point) not glued to a name before it
+// ("H100", "FP16", "L2" are names; "70B", "8k", "3x" are numbers).
+std::vector<std::pair<std::size_t, std::size_t>> numbers_in(const std::string& l) {
+    auto digit = [&](std::size_t i) { return i < l.size() && l[i] >= '0' && l[i] <= '9'; };
+    auto glued = [&](std::size_t i) {
+        const unsigned char ch = static_cast<unsigned char>(l[i]);
+        return std::isalnum(ch) || ch == '_' || ch == '.' || ch >= 0x80;
+    };
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+        if (!digit(i) || (i > 0 && glued(i - 1))) continue;
+        std::size_t j = i;
+        bool point = false;
+        while (digit(j) || ((l[j] == ',' || (l[j] == '.' && !point)) && digit(j + 1) && digit(j - 1))) {
+            point = point || l[j] == '.';
+            ++j;
+        }
+        out.push_back({i, j});
+        i = j;
+    }
+    return out;
+}
+
 // Every place a claim points into a seed text: its source and, for a
 // cross-claim check, the lines its inputs come from.
 std::vector<json> claim_sources(const json& c) {
@@ -439,6 +532,8 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
     for (auto& e : fs::directory_iterator(seeds))
         if (e.path().extension() == ".txt") text[e.path().filename().string()] = read_lines(e.path());
     std::map<std::string, std::set<int>> claimed, skipped;
+    // Per line, the spans a claim quotes (as a claim's figure or a derived check's input).
+    std::map<std::pair<std::string, int>, std::vector<std::pair<std::size_t, std::size_t>>> quoted;
     json misquoted = json::array();
     for (auto& c : claims)
         for (auto& src : claim_sources(c)) {
@@ -447,9 +542,13 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
             claimed[file].insert(line);
             const auto it = text.find(file);
             const std::string quote = src.value("quote", "");
-            if (it == text.end() || line < 1 || line > static_cast<int>(it->second.size()) ||
-                it->second[line - 1].find(quote) == std::string::npos)
+            const std::size_t at = it == text.end() || line < 1 || line > static_cast<int>(it->second.size())
+                                       ? std::string::npos
+                                       : it->second[line - 1].find(quote);
+            if (at == std::string::npos)
                 misquoted.push_back({{"id", c["id"]}, {"file", file}, {"line", line}, {"quote", quote}});
+            else
+                quoted[{file, line}].push_back({at, at + quote.size()});
         }
     const fs::path skips_path = claims_path.parent_path() / "coverage.json";
     const json skips = fs::exists(skips_path) ? read_json_file(skips_path) : json{{"skips", json::array()}};
@@ -460,15 +559,29 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
         for (int l = a; l <= b; ++l) skipped[sk.at("file").get<std::string>()].insert(l);
     }
     int found = 0, covered = 0, skip = 0;
+    int numbers = 0, in_quotes = 0, on_skipped = 0, unaccounted = 0;  // per number, not per line
     json uncovered = json::array();
     for (auto& [file, lines] : text)
         for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
             if (!is_numeric_line(lines[i])) continue;
             ++found;
-            if (claimed[file].count(i + 1)) ++covered;
-            else if (skipped[file].count(i + 1)) ++skip;
+            const bool is_claimed = claimed[file].count(i + 1), is_skipped = skipped[file].count(i + 1);
+            if (is_claimed) ++covered;
+            else if (is_skipped) ++skip;
             else uncovered.push_back({{"file", file}, {"line", i + 1}, {"text", lines[i].substr(0, 100)}});
+            for (auto [at, end] : numbers_in(lines[i])) {
+                ++numbers;
+                bool in_quote = false;
+                for (auto [qa, qb] : quoted[{file, i + 1}]) in_quote = in_quote || (at >= qa && end <= qb);
+                if (in_quote) ++in_quotes;
+                else if (is_skipped) ++on_skipped;
+                else ++unaccounted;
+            }
         }
+    cov["numbers"] = {{"found", numbers},
+                      {"in_claim_quotes", in_quotes},
+                      {"on_lines_skipped_with_a_reason", on_skipped},
+                      {"not_yet_accounted_for", unaccounted}};
     cov["numeric_lines"] = found;
     cov["covered_by_claims"] = covered;
     cov["skipped_with_reason"] = skip;
@@ -485,11 +598,15 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
 // quantities ("quantities": {"h100.hbm_tbs": 3.35}): every claim that names
 // the same quantity must use the same value.
 json cross_checks(const json& rows, const json& claims) {
-    json found = json::array();
+    json found = json::array(), open = json::array();
     int derived = 0, pairs = 0;
     for (auto& r : rows) {
         if (!r.contains("cross")) continue;
         ++derived;
+        // Consistent under one reading of an input the text leaves open, not under ours.
+        if (r["verdict"] == "depends on an assumption")
+            open.push_back({{"id", r["id"]}, {"stated", r["source"]}, {"from", r["cross"].value("from", json::array())},
+                            {"open", r.value("explanation", "")}});
         if (r["verdict"] != "differs") continue;
         found.push_back({{"kind", "derived"}, {"id", r["id"]}, {"severity", r.value("severity", "")},
                          {"stated", r["source"]}, {"from", r["cross"].value("from", json::array())},
@@ -519,7 +636,7 @@ json cross_checks(const json& rows, const json& claims) {
                                  {"factor", a / b}});
             }
     return {{"derived_checks", derived}, {"shared_pairs", pairs}, {"examined", derived + pairs},
-            {"inconsistencies", found}};
+            {"inconsistencies", found}, {"depend_on_an_assumption", open}};
 }
 
 // The ids closest to a mistyped one: those containing it, then by edit distance.
@@ -546,6 +663,13 @@ std::vector<std::string> closest_ids(const std::string& want, const std::vector<
     return v;
 }
 
+// +0.08%, -12.5%: a relative gap as a reader scans it.
+std::string signed_percent(double f) {
+    const double p = 100 * f;
+    if (std::abs(p) < 5e-7) return "0%";  // exact up to rounding (1 - 1e-16 is no gap)
+    return (p >= 0 ? "+" : "") + calc::fmt(p, 3) + "%";
+}
+
 std::string md_escape(std::string s) {
     std::string o;
     for (char ch : s) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
@@ -570,13 +694,23 @@ std::string summary_text(const json& doc) {
     const json& x = doc["cross_claim"];
     m << " Cross-claim checks: " << x["examined"].get<int>() << " examined (" << x["derived_checks"].get<int>()
       << " derived, " << x["shared_pairs"].get<int>() << " shared-quantity pairs), " << x["inconsistencies"].size()
-      << " inconsistencies.";
+      << " inconsistencies";
+    if (x.contains("depend_on_an_assumption") && !x["depend_on_an_assumption"].empty())
+        m << ", " << x["depend_on_an_assumption"].size() << " consistent only under an assumption";
+    m << ".";
     const json& cov = doc["coverage"];
     if (cov.value("available", false))
         m << " Seed statements (numeric lines): " << cov["numeric_lines"].get<int>() << " found, "
           << cov["covered_by_claims"].get<int>() << " covered by claims, " << cov["skipped_with_reason"].get<int>()
           << " skipped with a reason, " << cov["uncovered"].size() << " uncovered; " << cov["misquoted"].size()
           << " claims quote a number their line does not hold.";
+    if (cov.value("available", false) && cov.contains("numbers")) {
+        const json& n = cov["numbers"];
+        m << " Seed numbers: " << n["found"].get<int>() << " found, " << n["in_claim_quotes"].get<int>()
+          << " in a claim's quote, " << n["on_lines_skipped_with_a_reason"].get<int>()
+          << " on lines skipped with a reason, " << n["not_yet_accounted_for"].get<int>()
+          << " on claimed lines in no quote (not yet accounted for one by one).";
+    }
     else
         m << " Coverage not counted: " << cov.value("why", "") << ".";
     return m.str();
@@ -593,7 +727,7 @@ std::string markdown(const json& doc) {
     for (auto& r : doc["claims"])
         m << "| `" << r["id"].get<std::string>() << "` | " << md_escape(r["statement"]) << " | "
           << md_escape(r["published_text"]) << " | " << md_escape(r["ours_text"]) << " | " << r["verdict"].get<std::string>()
-          << " |\n";
+          << (r.contains("relative_gap") ? " (" + signed_percent(r["relative_gap"].get<double>()) + ")" : "") << " |\n";
     auto where = [](const json& src) {
         return src.value("file", "") + ":" + std::to_string(src.value("line", 0)) + " \"" + src.value("quote", "") + "\"";
     };
@@ -624,8 +758,14 @@ std::string markdown(const json& doc) {
             if (r.contains("explanation")) m << "  - why: " << r["explanation"].get<std::string>() << "\n";
             for (auto& a : r.value("alternatives", json::array()))
                 m << "  - " << a["label"].get<std::string>() << ": " << a["ours_text"].get<std::string>() << "\n";
+            if (r.contains("assumption"))
+                for (auto& a : r["assumption"]["readings"])
+                    m << "  - " << (a["holds"].get<bool>() ? "follows" : "does not follow") << " " << a["label"].get<std::string>()
+                      << ": " << a["ours_text"].get<std::string>() << "\n";
         }
     };
+    section("depends on an assumption", "Depends on an assumption: the seed's figure follows under one reading of an "
+                                        "input it leaves open, not under another");
     section("differs", "Differs: the recomputation, worst first");
     section("needs a GPU", "Needs a GPU");
     section("not run", "CPU experiments not run");
@@ -646,6 +786,14 @@ std::string markdown(const json& doc) {
             m << " " << f["recomputation"].get<std::string>() << "\n";
         }
     }
+    if (x.contains("depend_on_an_assumption") && !x["depend_on_an_assumption"].empty()) {
+        m << "\n## Cross-claim checks consistent only under an assumption\n\n";
+        for (auto& f : x["depend_on_an_assumption"]) {
+            m << "- **" << f["id"].get<std::string>() << "**: stated at " << where(f["stated"]) << "; from";
+            for (auto& s2 : f["from"]) m << " " << where(s2) << ";";
+            m << " open: " << f["open"].get<std::string>() << "\n";
+        }
+    }
     const json& cov = doc["coverage"];
     if (cov.value("available", false) && (!cov["uncovered"].empty() || !cov["misquoted"].empty())) {
         m << "\n## Coverage gaps\n\n";
@@ -658,13 +806,18 @@ std::string markdown(const json& doc) {
     }
     bool notes = false;
     for (auto& r : doc["claims"]) {
-        if (r["verdict"] != "reproduced" || (!r.contains("note") && !r.contains("alternatives"))) continue;
+        if (r["verdict"] != "reproduced" || (!r.contains("note") && !r.contains("alternatives") && !r.contains("assumption")))
+            continue;
         if (!notes) m << "\n## Notes on reproduced claims\n\n";
         notes = true;
         m << "- **" << r["id"].get<std::string>() << "**:";
         if (r.contains("note")) m << " " << r["note"].get<std::string>();
         for (auto& a : r.value("alternatives", json::array()))
             m << " " << a["label"].get<std::string>() << ": " << a["ours_text"].get<std::string>() << ".";
+        if (r.contains("assumption"))
+            for (auto& a : r["assumption"]["readings"])
+                m << " " << a["label"].get<std::string>() << ": " << a["ours_text"].get<std::string>()
+                  << (a["holds"].get<bool>() ? "" : " (does not follow)") << ".";
         m << "\n";
     }
     m << "\n## Summary\n\n" << summary_text(doc) << "\n";
@@ -736,7 +889,7 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     if (o.format == "json") std::cout << doc.dump(2) << "\n";
     else std::cout << md;
     if (!o.out.empty()) {
-        write_json_atomic(o.out, doc);
+        write_file_atomic(o.out, doc.dump(1) + "\n");  // one space a level: the report travels in the tree
         write_file_atomic(fs::path(o.out).replace_extension(".md"), md);
         std::cerr << "claims report: " << o.out << " (+ .md)\n";
     }

@@ -1274,16 +1274,19 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     bool left_behind = false;
     std::string busy_note;  // the chosen cores were busy with other work
     if (build.ok) {
+        // One grade times at a time on this host (timing_lock.hpp). Declared
+        // before the session, so that an exception stops the worker before
+        // the lock is let go.
+        std::optional<TimingLock> timing;
         Session s;
         s.sandbox = &sb;
         s.spec.argv = {build.exe.string()};
         s.spec.ro_binds = {build.exe.string()};
         const int worker_threads = emulated ? std::min(hw, kEmulatorThreads) : threads;
         s.spec.env = child_env(worker_threads);
-        // One grade times at a time on this host: taken before the cores are
-        // picked, so that another grade's timed calls neither share them nor
-        // steer the choice, and kept until the worker stops.
-        std::optional<TimingLock> timing;
+        // Taken before the cores are picked, so that another grade's timed
+        // calls neither share them nor steer the choice, and kept until the
+        // worker stops.
         if (!emulated && !x.speed_shape.empty()) {
             timing.emplace(timing_lock_wait_s(kTimingLockWaitS));
             doc["timing_lock"] = {{"held", timing->held()}, {"waited_s", std::round(timing->waited_s() * 10) / 10}};

@@ -19,21 +19,41 @@ TimingLock::TimingLock(double max_wait_s) {
     const char* env = std::getenv("MEMWALL_GRADE_LOCK");
     path_ = env && *env ? env : (std::filesystem::temp_directory_path() / "memwall-grade-timing.lock").string();
     // Not through a link another user planted, not blocked on a FIFO: the
-    // folder is shared with everyone on the host.
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    // folder is shared with everyone on the host. Opened without O_CREAT
+    // first (fs.protected_regular refuses O_CREAT on another user's file in
+    // a sticky folder, even to root), made with O_EXCL only where missing.
+    constexpr int kFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    bool made = false;
+    int fd = -1;
+    for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
+        fd = ::open(path_.c_str(), kFlags);
+        if (fd < 0 && errno == ENOENT) {
+            fd = ::open(path_.c_str(), kFlags | O_CREAT | O_EXCL, 0644);
+            made = fd >= 0;
+            if (fd < 0 && errno == EEXIST) continue;  // another grader made it meanwhile
+        }
+        if (fd < 0) break;
+    }
     if (fd < 0) {
         why_not_ = "cannot open " + path_ + ": " + std::strerror(errno);
         return;
     }
     struct stat st{};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
         ::close(fd);
         why_not_ = path_ + " is not a plain file";
         return;
     }
+    // A file another user (not root) made could be held by that user to
+    // stall every grade: only root's and the grader's own are trusted.
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+        ::close(fd);
+        why_not_ = path_ + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+        return;
+    }
     // A file this grader made is opened to every user's graders (root's and
     // a course account's share one host), whatever the umask.
-    if (st.st_uid == ::geteuid() && ::fchmod(fd, 0644) != 0) {
+    if (made && ::fchmod(fd, 0644) != 0) {
         // not fatal: other users' graders then time without it, and say so
     }
     const auto t0 = std::chrono::steady_clock::now();

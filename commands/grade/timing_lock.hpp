@@ -8,9 +8,12 @@
 //
 // The lock is flock(2) on a file in the temporary folder (the sandbox sees
 // a /tmp of its own, so no submission can reach it): released by the
-// kernel when the grader exits however it exits, never stale. A grade that
-// cannot open the file, or waits longer than `max_wait_s`, times anyway and
-// its report says so.
+// kernel when the grader exits however it exits, never stale. Only a file
+// of root's or the grader's own user is used (another user could hold it to
+// stall every grade); on a host with other users, point MEMWALL_GRADE_LOCK
+// into a folder only the graders can reach. A grade that cannot use the
+// file, or waits longer than `max_wait_s`, times anyway and its report says
+// so.
 #pragma once
 
 #include <string>

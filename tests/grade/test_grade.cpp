@@ -98,11 +98,16 @@ TEST(Grade, ReferenceSolutionGetsFullMarks) {
 
 // One grade times at a time on a host: a grade waits for another's lock
 // (here held by the test all along) and, past its wait, times anyway and
-// says so; a lock path that is a FIFO (a hostile neighbour's) neither hangs
-// the grade nor loses its report.
+// says so; a lock path that is a FIFO or a link (a hostile neighbour's), or
+// a file of another user's, neither hangs the grade nor loses its report.
 TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     const fs::path dir = fs::temp_directory_path() / ("memwall-lock-test-" + std::to_string(getpid()));
+    fs::remove_all(dir);
     fs::create_directories(dir);
+    struct Cleanup {
+        fs::path dir;
+        ~Cleanup() { fs::remove_all(dir); }
+    } cleanup{dir};
     const fs::path lock = dir / "grade.lock";
     const int fd = open(lock.c_str(), O_RDONLY | O_CREAT, 0644);
     ASSERT_GE(fd, 0);
@@ -122,17 +127,29 @@ TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     EXPECT_TRUE(r.doc["timing_lock"]["held"].get<bool>());
     EXPECT_LT(r.doc["timing_lock"]["waited_s"].get<double>(), 1.0);
 
+    auto refused = [&](const fs::path& path, const std::string& why) {
+        const GradeRun g = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + path.string());
+        ASSERT_EQ(g.status, 0) << g.output;
+        EXPECT_FALSE(g.doc["timing_lock"]["held"].get<bool>()) << path;
+        EXPECT_NE(g.doc["timing_lock"].value("why_not", "").find(why), std::string::npos) << g.doc["timing_lock"];
+        EXPECT_NEAR(points(g.doc, "correctness"), 60, 1e-6) << "graded all the same";
+    };
     const fs::path fifo = dir / "fifo.lock";
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-    r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + fifo.string());
-    ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>());
-    EXPECT_NE(r.doc["timing_lock"]["why_not"].get<std::string>().find("not a plain file"), std::string::npos);
+    refused(fifo, "not a plain file");
+    const fs::path link = dir / "link.lock";
+    fs::create_symlink(lock, link);
+    refused(link, "cannot open");
+    if (geteuid() == 0) {  // a file another user made (and could hold): not used
+        const fs::path theirs = dir / "theirs.lock";
+        std::ofstream(theirs).put('\n');
+        ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+        refused(theirs, "belongs to another user");
+    }
 
     r = grade(stub, "json", "MEMWALL_GRADE_LOCK_WAIT_S=soon");
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("MEMWALL_GRADE_LOCK_WAIT_S 'soon'"), std::string::npos) << r.output;
-    fs::remove_all(dir);
 }
 
 // A timed call that shared its core with another task is slower than the

@@ -18,10 +18,12 @@
 // one (`sandbox.cgroups`), and skipped, never passed, where it does not.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
-#include <unistd.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <sstream>
 #include <vector>
@@ -702,6 +704,14 @@ TEST_P(KilledGrader, LeavesNothingBehind) {
     EXPECT_EQ(processes_matching(folder), 0) << "a process of the grade outlived it (" << workers << " before)";
     for (auto& l : left) ADD_FAILURE() << "left behind: " << l;
     if (!cgroups_made) std::cout << "(no cgroups made: the processes and the temp folder were checked)\n";
+    // Nothing of the dead grade holds its grading lock either (a child that
+    // kept the descriptor would keep every later grade waiting).
+    const int fd = open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (!GetParam().emu) EXPECT_GE(fd, 0) << "a CPU grade takes the lock before its worker starts";
+    if (fd >= 0) {
+        EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the killed grade's lock is still held";
+        close(fd);
+    }
     fs::remove(lock);
 }
 
