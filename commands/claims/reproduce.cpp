@@ -186,6 +186,20 @@ Value eval_experiment(const json& check, std::string* log) {
     return {v, v, check.value("dim", "1"), {}};
 }
 
+// The check under an alternative accounting or an assumption's reading:
+// another output or formula of the same figure, another span of a swept
+// input (or, null, none). Its params patch is applied by eval_formula_check.
+json check_as(const json& check, const json& a) {
+    json ch = check;
+    if (a.contains("output")) ch["output"] = a["output"];
+    if (a.contains("formula")) ch["formula"] = a["formula"];
+    if (a.contains("sweep")) {
+        if (a["sweep"].is_null()) ch.erase("sweep");
+        else ch["sweep"] = a["sweep"];
+    }
+    return ch;
+}
+
 bool within(double ours, double pub, const json& tol) {
     const double slack = 1 + 1e-9;  // the boundary itself counts (a rounded 1.25 is "1.2")
     if (tol.contains("absolute")) return std::abs(ours - pub) <= tol["absolute"].get<double>() * slack;
@@ -348,10 +362,7 @@ Judged judge(const json& c, bool run_experiments) {
             // Alternative accountings, shown beside the verdict (never used for it).
             json alts = json::array();
             for (auto& a : c.value("alternatives", json::array())) {
-                json ch = check;
-                if (a.contains("output")) ch["output"] = a["output"];
-                if (a.contains("formula")) ch["formula"] = a["formula"];  // another accounting of the same figure
-                Value w = eval_formula_check(ch, a.value("params", json::object()));
+                Value w = eval_formula_check(check_as(check, a), a.value("params", json::object()));
                 std::string t = w.text;
                 if (w.dim != "text") {
                     const calc::Unit* u = calc::find_unit(unit);
@@ -381,16 +392,9 @@ Judged judge(const json& c, bool run_experiments) {
                                     {"holds", verdict == "reproduced"}});
                 bool any = false;
                 for (auto& a : as.at("readings")) {
-                    json ch = check;
-                    if (a.contains("output")) ch["output"] = a["output"];
-                    if (a.contains("formula")) ch["formula"] = a["formula"];
-                    if (a.contains("sweep")) {  // another span of a swept input, or (null) none
-                        if (a["sweep"].is_null()) ch.erase("sweep");
-                        else ch["sweep"] = a["sweep"];
-                    }
                     std::pair<std::string, bool> r;
                     try {  // a reading that cannot be computed is shown so; the claim keeps its own verdict
-                        r = judged(eval_formula_check(ch, a.value("params", json::object())));
+                        r = judged(eval_formula_check(check_as(check, a), a.value("params", json::object())));
                     } catch (const std::exception& e) {
                         r = {std::string("not computed: ") + e.what(), false};
                     }
@@ -699,20 +703,18 @@ std::string summary_text(const json& doc) {
         m << ", " << x["depend_on_an_assumption"].size() << " consistent only under an assumption";
     m << ".";
     const json& cov = doc["coverage"];
-    if (cov.value("available", false))
+    if (cov.value("available", false)) {
+        const json& n = cov["numbers"];
         m << " Seed statements (numeric lines): " << cov["numeric_lines"].get<int>() << " found, "
           << cov["covered_by_claims"].get<int>() << " covered by claims, " << cov["skipped_with_reason"].get<int>()
           << " skipped with a reason, " << cov["uncovered"].size() << " uncovered; " << cov["misquoted"].size()
-          << " claims quote a number their line does not hold.";
-    if (cov.value("available", false) && cov.contains("numbers")) {
-        const json& n = cov["numbers"];
-        m << " Seed numbers: " << n["found"].get<int>() << " found, " << n["in_claim_quotes"].get<int>()
-          << " in a claim's quote, " << n["on_lines_skipped_with_a_reason"].get<int>()
+          << " claims quote a number their line does not hold. Seed numbers: " << n["found"].get<int>() << " found, "
+          << n["in_claim_quotes"].get<int>() << " in a claim's quote, " << n["on_lines_skipped_with_a_reason"].get<int>()
           << " on lines skipped with a reason, " << n["not_yet_accounted_for"].get<int>()
           << " on claimed lines in no quote (not yet accounted for one by one).";
-    }
-    else
+    } else {
         m << " Coverage not counted: " << cov.value("why", "") << ".";
+    }
     return m.str();
 }
 

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 
 namespace mw::grade {
 
@@ -38,17 +40,19 @@ TimingLock::TimingLock(double max_wait_s) {
         why_not_ = "cannot open " + path_ + ": " + std::strerror(errno);
         return;
     }
+    auto refuse = [&](std::string why) {  // times without the lock, and says why
+        ::close(fd);
+        why_not_ = std::move(why);
+    };
     struct stat st{};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-        ::close(fd);
-        why_not_ = path_ + " is not a plain file";
+        refuse(path_ + " is not a plain file");
         return;
     }
     // A file another user (not root) made could be held by that user to
     // stall every grade: only root's and the grader's own are trusted.
     if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-        ::close(fd);
-        why_not_ = path_ + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+        refuse(path_ + " belongs to another user (uid " + std::to_string(st.st_uid) + ")");
         return;
     }
     // A file this grader made is opened to every user's graders (root's and
@@ -60,15 +64,12 @@ TimingLock::TimingLock(double max_wait_s) {
     auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
-            why_not_ = "cannot lock " + path_ + ": " + std::strerror(errno);
-            ::close(fd);
+            refuse("cannot lock " + path_ + ": " + std::strerror(errno));
             return;
         }
         if (since() >= max_wait_s) {
             waited_s_ = since();
-            why_not_ = "another grade held " + path_ + " for longer than " + std::to_string(int(max_wait_s + 0.5)) +
-                       " s";
-            ::close(fd);
+            refuse("another grade held " + path_ + " for longer than " + std::to_string(int(max_wait_s + 0.5)) + " s");
             return;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
