@@ -191,7 +191,15 @@ struct Build {
     std::string command, log;
     double seconds = 0;
     fs::path exe;
+    json lock;  // the grading lock, held shared while compiling: {held, waited_s, why_not}
 };
+
+// The report's account of the host's grading lock (timing_lock.hpp).
+json lock_report(const TimingLock& l) {
+    json r = {{"held", l.held()}, {"waited_s", std::round(l.waited_s() * 10) / 10}};
+    if (!l.held()) r["why_not"] = l.why_not();
+    return r;
+}
 
 fs::path find_program(const std::string& name, const std::vector<fs::path>& extra = {}) {
     std::vector<fs::path> dirs = extra;
@@ -389,6 +397,10 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     spec.limits = {.wall_s = kCompileLimitS, .memory_mb = built_with_asan() ? 0u : 8192u, .log_mb = 256,
                    .max_tasks = 64, .cpu_s = 2 * kCompileLimitS};
     const Log log;
+    // Kept off another grade's timed calls (timing_lock.hpp): the compiler
+    // would take the core they are timed on.
+    TimingLock keep_off(timing_lock_wait_s(kTimingLockWaitS), TimingLock::Mode::keeps_off);
+    r.lock = lock_report(keep_off);
     const double t0 = now_s();
     const Exit e = run_to_completion(sb, spec, log);
     r.seconds = now_s() - t0;
@@ -1267,7 +1279,8 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     json tests = json::array();
 
     const Build build = build_submission(sb, x, b, o.submission, tmp, o.reference_solution);
-    doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log}};
+    doc["build"] = {{"ok", build.ok}, {"command", build.command}, {"seconds", build.seconds}, {"log", build.log},
+                    {"lock", build.lock}};
     tests.push_back(test("build", "build", build.ok, 0, 0,
                          build.ok ? "compiled in " + fmt("%.1f", build.seconds) + " s" + (build.log.empty() ? "" : ":\n" + build.log)
                                   : "compile error, no points:\n" + build.log));
@@ -1286,12 +1299,13 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         s.spec.env = child_env(worker_threads);
         // Taken before the cores are picked, so that another grade's timed
         // calls neither share them nor steer the choice, and kept until the
-        // worker stops.
-        if (!emulated && !x.speed_shape.empty()) {
-            timing.emplace(timing_lock_wait_s(kTimingLockWaitS));
-            doc["timing_lock"] = {{"held", timing->held()}, {"waited_s", std::round(timing->waited_s() * 10) / 10}};
-            if (!timing->held()) doc["timing_lock"]["why_not"] = timing->why_not();
-        }
+        // worker stops; shared by a grade that times nothing (under
+        // cuda-emu, or without a speed shape), whose calls still take a core.
+        const bool timed = !emulated && !x.speed_shape.empty();
+        timing.emplace(timing_lock_wait_s(kTimingLockWaitS),
+                       timed ? TimingLock::Mode::times : TimingLock::Mode::keeps_off);
+        doc["timing_lock"] = lock_report(*timing);
+        doc["timing_lock"]["mode"] = timed ? "exclusive" : "shared";
         // The cores both sides run on: the least busy now that the compiler is done.
         const CpuChoice cores = quietest_cpus(worker_threads);
         doc["cpus"] = cpu_list(cores.cpus);
@@ -1384,7 +1398,8 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
     if (left_behind)
         notes.push_back("a process of the submission was still alive 10 s after it was killed (the grade's guard "
                         "removes it when the grader exits; `memwall grade --cleanup` removes what a dead grader left)");
-    if (doc.contains("timing_lock") && !doc["timing_lock"]["held"].get<bool>())
+    if (doc.contains("timing_lock") && doc["timing_lock"]["mode"] == "exclusive" &&
+        !doc["timing_lock"]["held"].get<bool>())
         notes.push_back("timed without the host's grading lock (" + doc["timing_lock"]["why_not"].get<std::string>() +
                         "): another grade may have timed beside this one, and the speed ratio is noisier");
     if (!busy_note.empty())

@@ -17,7 +17,7 @@
 
 namespace mw::grade {
 
-TimingLock::TimingLock(double max_wait_s) {
+TimingLock::TimingLock(double max_wait_s, Mode mode) {
     const char* env = std::getenv("MEMWALL_GRADE_LOCK");
     path_ = env && *env ? env : (std::filesystem::temp_directory_path() / "memwall-grade-timing.lock").string();
     // Not through a link another user planted, not blocked on a FIFO: the
@@ -62,7 +62,8 @@ TimingLock::TimingLock(double max_wait_s) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int how = mode == Mode::times ? LOCK_EX : LOCK_SH;
+    while (::flock(fd, how | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
             refuse("cannot lock " + path_ + ": " + std::strerror(errno));
             return;

@@ -4,7 +4,15 @@
 // core at random, and a reference solution measured 0.82 of its own rung
 // beside a busy core where alone it measures 0.99-1.05. A grade takes this
 // lock before it picks its cores and starts its worker, and keeps it until
-// the worker is stopped; compiling, which times nothing, stays outside.
+// the worker is stopped.
+//
+// Work that times nothing but takes a core (compiling a submission, an
+// emulated run's calls) takes the same lock shared: any number of those at
+// once, none beside a timing. A compile of another grade on the timed core
+// was the last neighbour the exclusive lock let through: the grade tests
+// run two at a time beside a busy core still measured a reference solution
+// at 0.87 of its own rung in one of five rounds. A grade waiting to time
+// can wait out a stream of shared holders, up to its `max_wait_s`.
 //
 // The lock is flock(2) on a file in the temporary folder (the sandbox sees
 // a /tmp of its own, so no submission can reach it): released by the
@@ -22,9 +30,11 @@ namespace mw::grade {
 
 class TimingLock {
 public:
+    enum class Mode { times, keeps_off };  // exclusive; shared, keeping off every timing
+
     // Waits up to `max_wait_s` for the lock at MEMWALL_GRADE_LOCK if set,
     // else <temp folder>/memwall-grade-timing.lock.
-    explicit TimingLock(double max_wait_s);
+    explicit TimingLock(double max_wait_s, Mode mode = Mode::times);
     ~TimingLock();
     TimingLock(const TimingLock&) = delete;
     TimingLock& operator=(const TimingLock&) = delete;

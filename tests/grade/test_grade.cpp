@@ -98,7 +98,9 @@ TEST(Grade, ReferenceSolutionGetsFullMarks) {
 
 // One grade times at a time on a host: a grade waits for another's lock
 // (here held by the test all along) and, past its wait, times anyway and
-// says so; a lock path that is a FIFO or a link (a hostile neighbour's), or
+// says so; its compile keeps off a timing (waits for the lock held
+// exclusively) but not off another compile (goes ahead beside one held
+// shared, where the timing waits); a lock path that is a FIFO or a link (a hostile neighbour's), or
 // a file of another user's, neither hangs the grade nor loses its report.
 TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     const fs::path dir = fs::temp_directory_path() / ("memwall-lock-test-" + std::to_string(getpid()));
@@ -121,11 +123,29 @@ TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     EXPECT_GE(r.doc["timing_lock"]["waited_s"].get<double>(), 2.9) << "it did not wait for the lock";
     EXPECT_NE(r.doc.dump().find("timed without the host's grading lock"), std::string::npos) << r.doc.dump(1);
     EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << "still graded after the wait";
+    // The compile kept off the timing too (it takes the lock shared).
+    EXPECT_FALSE(r.doc["build"]["lock"]["held"].get<bool>()) << r.doc["build"].dump(1);
+    EXPECT_GE(r.doc["build"]["lock"]["waited_s"].get<double>(), 2.9) << "the compile did not wait for the timing";
+    EXPECT_TRUE(r.doc["build"]["ok"].get<bool>()) << "compiled all the same";
+
+    // Held shared (another grade compiling): a compile goes ahead at once,
+    // the timing waits for it.
+    const int fd2 = open(lock.c_str(), O_RDONLY);
+    ASSERT_EQ(flock(fd2, LOCK_SH | LOCK_NB), 0);
+    r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string() + " MEMWALL_GRADE_LOCK_WAIT_S=3");
+    close(fd2);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(r.doc["build"]["lock"]["held"].get<bool>()) << r.doc["build"].dump(1);
+    EXPECT_LT(r.doc["build"]["lock"]["waited_s"].get<double>(), 1.0);
+    EXPECT_EQ(r.doc["timing_lock"]["mode"], "exclusive");
+    EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>()) << "it timed beside a compile";
+    EXPECT_GE(r.doc["timing_lock"]["waited_s"].get<double>(), 2.9);
 
     r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string());  // the lock free now: taken at once
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(r.doc["timing_lock"]["held"].get<bool>());
     EXPECT_LT(r.doc["timing_lock"]["waited_s"].get<double>(), 1.0);
+    EXPECT_TRUE(r.doc["build"]["lock"]["held"].get<bool>());
 
     auto refused = [&](const fs::path& path, const std::string& why) {
         const GradeRun g = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + path.string());
