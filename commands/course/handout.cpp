@@ -146,7 +146,10 @@ std::string student_readme(const std::vector<grade::Exercise>& xs, bool has_note
           << ", ...), fresh inputs on every call; speed (" << fmt_points(x.speed_points) << " points) at "
           << x.speed_shape << (x.threads ? " on " + std::to_string(x.threads) + " threads" : std::string()) << ",\n"
           << "  full credit at " << fmt_points(x.full_credit_ratio) << "x the speed of the project's `"
-          << x.reference_variant << "` rung, none below " << fmt_points(x.floor_ratio) << "x.\n";
+          << x.reference_variant << "` rung, "
+          << (x.zero_credit_ratio > 0 ? "rising from none at " + fmt_points(x.zero_credit_ratio) + "x"
+                                      : "none below " + fmt_points(x.floor_ratio) + "x")
+          << ".\n";
     }
     r << "\n## Practice\n\n"
       << "```\n./practice.sh exercise/" << first.stub.filename().string() << "\n```\n\n"

@@ -1144,11 +1144,20 @@ std::string speed_rounds(SpeedRace& race, SpeedTimes& t) {
 }
 
 // The score from the ratio of the two bests, and the words that explain it.
+// The speed points of a ratio (the submission's speed over the reference's):
+// linear from none at zero_credit_ratio to all at full_credit_ratio, none
+// below floor_ratio.
+double speed_points_for(const Exercise& x, double ratio) {
+    if (!(ratio >= x.floor_ratio)) return 0;
+    const double t = (ratio - x.zero_credit_ratio) / (x.full_credit_ratio - x.zero_credit_ratio);
+    return x.speed_points * std::clamp(t, 0.0, 1.0);
+}
+
 std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, const Variant& ref, const Shape& shape,
                                            const SpeedTimes& t, json& info, double overhead) {
     const double best_ref = t.best_ref, best_sub = t.best_sub;
     const double ratio = best_ref / best_sub, flops = op.flops ? op.flops(shape) : 0;
-    const double score = ratio < x.floor_ratio ? 0 : x.speed_points * std::min(1.0, ratio / x.full_credit_ratio);
+    const double score = speed_points_for(x, ratio);
     info.update({{"reference_best_s", best_ref}, {"submission_best_s", best_sub}, {"ratio", ratio},
                  {"rounds", t.rounds}, {"calls_per_round", kBurst}, {"call_overhead_s", overhead},
                  {"disturbed_calls", {{"reference", t.disturbed_ref}, {"submission", t.disturbed_sub}}},
@@ -1160,7 +1169,9 @@ std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, cons
                       fmt("%.1f", flops / best_ref * 1e-9) + " GFLOP/s), submission " +
                       fmt("%.4g", best_sub * 1e3) + " ms (" + fmt("%.1f", flops / best_sub * 1e-9) +
                       " GFLOP/s); ratio " + fmt("%.3f", ratio) + " (full credit at >= " +
-                      fmt("%.2f", x.full_credit_ratio) + ", none below " + fmt("%.2f", x.floor_ratio) + ")";
+                      fmt("%.2f", x.full_credit_ratio) +
+                      (x.zero_credit_ratio > 0 ? ", rising from none at " + fmt("%.2f", x.zero_credit_ratio) + ")"
+                                               : ", none below " + fmt("%.2f", x.floor_ratio) + ")");
     if (t.disturbed_ref + t.disturbed_sub > 0) {
         out += "; " + std::to_string(t.disturbed_ref) + " of the reference's " + std::to_string(t.ref_calls) +
                " calls and " + std::to_string(t.disturbed_sub) + " of the submission's " + std::to_string(t.calls) +
@@ -1178,7 +1189,7 @@ json grade_speed(Session& s, const Exercise& x, const Op& op, const OracleFn& or
     const Shape shape = parse_shape(x.speed_shape, op.default_shape, op.axes, op.flag_axes);
     const std::string name = "speed " + x.speed_shape;
     json info = {{"shape", shape.str()}, {"reference_variant", ref.name}, {"full_credit_ratio", x.full_credit_ratio},
-                 {"floor_ratio", x.floor_ratio}};
+                 {"floor_ratio", x.floor_ratio}, {"zero_credit_ratio", x.zero_credit_ratio}};
     auto result = [&](bool passed, double score, const std::string& out) {
         json t = test(name, "speed", passed, score, x.speed_points, out);
         t["speed"] = info;

@@ -31,7 +31,10 @@ struct Exercise {
     std::vector<std::string> correctness_shapes;
     std::string speed_shape;
     int threads = 0;  // 0 = all hardware threads
-    double full_credit_ratio = 0.75, floor_ratio = 0.02;
+    // Speed points rise linearly from none at zero_credit_ratio to all at
+    // full_credit_ratio (the submission's speed over the reference's); none
+    // below floor_ratio either way.
+    double full_credit_ratio = 0.75, floor_ratio = 0.02, zero_credit_ratio = 0;
     double correctness_points = 60, speed_points = 40;
     double time_limit_s = 120, memory_limit_mb = 2048;
     std::string emulated_note;
