@@ -85,7 +85,7 @@ constexpr double kSpeedBudgetS = 1.0;  // timed seconds (both sides) before stop
 constexpr double kSpeedMaxS = 8.0;     // timed seconds after which it stops, settled or not
 constexpr double kTimedCallAlpha = 1e-9;  // a timed call's distribution check (both tails together)
 constexpr int kMinRounds = 2;  // the most: the exercise's max_rounds (30 unless it says)
-constexpr double kTimingLockWaitS = 300;  // the longest a grade waits for another's timing
+constexpr double kTimingLockWaitS = 300;  // the longest a grade waits for other grades (compile and run, in all)
 constexpr int kBurst = 3;  // calls per side and round
 
 double now_s() {
@@ -191,7 +191,8 @@ struct Build {
     std::string command, log;
     double seconds = 0;
     fs::path exe;
-    json lock;  // the grading lock, held shared while compiling: {held, waited_s, why_not}
+    json lock;  // the grading lock, held shared while compiling: {held, waited_s, mode, why_not}
+    double lock_waited_s = 0;
 };
 
 // The report's account of the host's grading lock (timing_lock.hpp).
@@ -401,6 +402,8 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     // would take the core they are timed on.
     TimingLock keep_off(timing_lock_wait_s(kTimingLockWaitS), TimingLock::Mode::keeps_off);
     r.lock = lock_report(keep_off);
+    r.lock["mode"] = "shared";
+    r.lock_waited_s = keep_off.waited_s();
     const double t0 = now_s();
     const Exit e = run_to_completion(sb, spec, log);
     r.seconds = now_s() - t0;
@@ -1143,7 +1146,6 @@ std::string speed_rounds(SpeedRace& race, SpeedTimes& t) {
     return "";
 }
 
-// The score from the ratio of the two bests, and the words that explain it.
 // The speed points of a ratio (the submission's speed over the reference's):
 // linear from none at zero_credit_ratio to all at full_credit_ratio, none
 // below floor_ratio.
@@ -1153,6 +1155,7 @@ double speed_points_for(const Exercise& x, double ratio) {
     return x.speed_points * std::clamp(t, 0.0, 1.0);
 }
 
+// The score from the ratio of the two bests, and the words that explain it.
 std::pair<double, std::string> speed_score(const Exercise& x, const Op& op, const Variant& ref, const Shape& shape,
                                            const SpeedTimes& t, json& info, double overhead) {
     const double best_ref = t.best_ref, best_sub = t.best_sub;
@@ -1313,7 +1316,8 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         // worker stops; shared by a grade that times nothing (under
         // cuda-emu, or without a speed shape), whose calls still take a core.
         const bool timed = !emulated && !x.speed_shape.empty();
-        timing.emplace(timing_lock_wait_s(kTimingLockWaitS),
+        // One wait for both: what the compile's wait left of it.
+        timing.emplace(std::max(0.0, timing_lock_wait_s(kTimingLockWaitS) - build.lock_waited_s),
                        timed ? TimingLock::Mode::times : TimingLock::Mode::keeps_off);
         doc["timing_lock"] = lock_report(*timing);
         doc["timing_lock"]["mode"] = timed ? "exclusive" : "shared";

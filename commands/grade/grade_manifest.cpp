@@ -50,10 +50,13 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
     x.full_credit_ratio = g.value("full_credit_ratio", 0.75);
     x.floor_ratio = g.value("floor_ratio", 0.02);
     x.zero_credit_ratio = g.value("zero_credit_ratio", 0.0);
-    if (!(x.full_credit_ratio > 0) || !(x.zero_credit_ratio >= 0 && x.zero_credit_ratio < x.full_credit_ratio))
-        throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.zero_credit_ratio " +
-                         std::to_string(x.zero_credit_ratio) + " and full_credit_ratio " +
-                         std::to_string(x.full_credit_ratio) + " must satisfy 0 <= zero_credit_ratio < full_credit_ratio");
+    if (!(x.full_credit_ratio > 0) || !(x.zero_credit_ratio >= 0 && x.zero_credit_ratio < x.full_credit_ratio) ||
+        !(x.floor_ratio >= 0 && (x.zero_credit_ratio == 0 || x.floor_ratio <= x.zero_credit_ratio)))
+        throw UsageError("level " + x.level_id + ", exercise " + x.id + ": grading.floor_ratio " +
+                         std::to_string(x.floor_ratio) + ", zero_credit_ratio " + std::to_string(x.zero_credit_ratio) +
+                         " and full_credit_ratio " + std::to_string(x.full_credit_ratio) +
+                         " must satisfy 0 <= zero_credit_ratio < full_credit_ratio, and floor_ratio <= "
+                         "zero_credit_ratio where that is set (points would jump from none at the floor)");
     x.correctness_points = g.value("correctness_points", 60.0);
     x.speed_points = g.value("speed_points", 40.0);
     x.time_limit_s = g.value("time_limit_s", 120.0);

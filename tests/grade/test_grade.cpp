@@ -97,11 +97,14 @@ TEST(Grade, ReferenceSolutionGetsFullMarks) {
 }
 
 // One grade times at a time on a host: a grade waits for another's lock
-// (here held by the test all along) and, past its wait, times anyway and
-// says so; its compile keeps off a timing (waits for the lock held
-// exclusively) but not off another compile (goes ahead beside one held
-// shared, where the timing waits); a lock path that is a FIFO or a link (a hostile neighbour's), or
-// a file of another user's, neither hangs the grade nor loses its report.
+// (here held by the test all along) and, past its wait (one wait for its
+// compile and its run together), times anyway and says so; its compile
+// keeps off a timing (waits for the lock held exclusively) but not off
+// another compile (goes ahead beside one held shared, where the timing
+// waits); a grade that times nothing (cuda-emu) holds it shared and has no
+// "timed without" note; a lock path that is a FIFO or a link (a hostile
+// neighbour's), or a file of another user's, neither hangs the grade nor
+// loses its report.
 TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     const fs::path dir = fs::temp_directory_path() / ("memwall-lock-test-" + std::to_string(getpid()));
     fs::remove_all(dir);
@@ -115,18 +118,32 @@ TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     ASSERT_GE(fd, 0);
     ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
     const std::string stub = "--submission " + kExercise + "/gemm_cpu.cpp --seed 5";
-    GradeRun r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string() + " MEMWALL_GRADE_LOCK_WAIT_S=3");
+    const std::string held = "MEMWALL_GRADE_LOCK=" + lock.string() + " MEMWALL_GRADE_LOCK_WAIT_S=3";
+    GradeRun r = grade(stub, "json", held);
+    const GradeRun emu = grade_level("03", "--submission " + kSource +
+                                               "/levels/03-layout/exercise/solutions/transpose_cuda_reference.cu "
+                                               "--backend cuda-emu --seed 3 --reference-solution",
+                                     "json", held);
     close(fd);
     ASSERT_EQ(r.status, 0) << r.output;
     ASSERT_TRUE(r.doc.contains("timing_lock")) << r.doc.dump(1);
     EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>());
-    EXPECT_GE(r.doc["timing_lock"]["waited_s"].get<double>(), 2.9) << "it did not wait for the lock";
     EXPECT_NE(r.doc.dump().find("timed without the host's grading lock"), std::string::npos) << r.doc.dump(1);
     EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << "still graded after the wait";
-    // The compile kept off the timing too (it takes the lock shared).
+    // The compile kept off the timing too (it takes the lock shared), and
+    // the two waited 3 s in all, not each.
     EXPECT_FALSE(r.doc["build"]["lock"]["held"].get<bool>()) << r.doc["build"].dump(1);
     EXPECT_GE(r.doc["build"]["lock"]["waited_s"].get<double>(), 2.9) << "the compile did not wait for the timing";
     EXPECT_TRUE(r.doc["build"]["ok"].get<bool>()) << "compiled all the same";
+    EXPECT_GE(r.lock_wait_s, 2.9) << "it did not wait for the lock";
+    EXPECT_LT(r.lock_wait_s, 4.5) << "the compile and the run waited 3 s each, not 3 s in all";
+    // Under cuda-emu nothing is timed: the lock is taken shared, and not
+    // having it is no note (no speed ratio to be noisier).
+    ASSERT_EQ(emu.status, 0) << emu.output;
+    EXPECT_EQ(emu.doc["timing_lock"]["mode"], "shared") << emu.doc["timing_lock"];
+    EXPECT_FALSE(emu.doc["timing_lock"]["held"].get<bool>()) << emu.doc["timing_lock"];
+    EXPECT_EQ(emu.doc.dump().find("timed without"), std::string::npos) << emu.doc.dump(1);
+    EXPECT_EQ(emu.doc["score"].get<double>(), 60) << "graded all the same";
 
     // Held shared (another grade compiling): a compile goes ahead at once,
     // the timing waits for it.
@@ -141,7 +158,7 @@ TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     EXPECT_FALSE(r.doc["timing_lock"]["held"].get<bool>()) << "it timed beside a compile";
     EXPECT_GE(r.doc["timing_lock"]["waited_s"].get<double>(), 2.9);
 
-    r = grade(stub, "json", "MEMWALL_GRADE_LOCK=" + lock.string());  // the lock free now: taken at once
+    r = grade(stub, "json", held);  // the lock free now: taken at once
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(r.doc["timing_lock"]["held"].get<bool>());
     EXPECT_LT(r.doc["timing_lock"]["waited_s"].get<double>(), 1.0);

@@ -64,14 +64,15 @@ TEST(LayoutGrade, WritesPastTheEndAreCrashesOnEveryShape) {
 }
 
 TEST(LayoutGrade, NaiveStubIsCorrectButSlow) {
-    // The naive transpose's ratio to the blocked rung was 0.25-0.33 on the
+    // The naive transpose's ratio to the blocked rung was 0.23-0.36 on the
     // 2-core EPYC guest, 0.13-0.15 on the Cascade Lake guest, 0.16 on the
     // Xeon with a 300 MiB L3: far from full credit (0.70) but not a quarter
     // of it, as every other level's naive stub is: a transpose does no
     // arithmetic, and naive is only 3-8x slower. So speed points start at
-    // 0.40 (level.json zero_credit_ratio), 21% above the EPYC's worst, and
-    // the naive stub earns none (it earned 9-17 of 40 before); its ratio at
-    // most 0.65 of full credit (0.455).
+    // 0.45 (level.json zero_credit_ratio), 25% above the worst seen, and
+    // the naive stub earns none (it earned 9-19 of 40 before): under half a
+    // point, its ratio under ~0.46, is the bound that binds (the ratio's own,
+    // 0.65 of full credit, is a little looser).
     expect_correct_but_slow(grade_level("03", "--submission " + kExercise + "/transpose_cpu.cpp --seed 5"), 0.5, 0.65);
 }
 
@@ -132,7 +133,7 @@ TEST(LayoutGradeCudaEmu, QueuedWorkStopsAtTheTimeLimit) {
     // under a 10 s limit. Now the time limit's watchdog stops the queue.
     const auto t0 = std::chrono::steady_clock::now();
     const GradeRun r = grade03(control("attack_emu_set_burn.cu") + " --backend cuda-emu --seed 6 --time-limit 5");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - r.lock_wait_s;
     ASSERT_EQ(r.status, 0) << r.output;
     print_margin("wall_s", s, 60, true);
     EXPECT_LT(s, 60) << "the grade took " << s << " s under a 5 s time limit";
