@@ -10,14 +10,17 @@
 // value or range), "differs" (the recomputation and the reason are shown),
 // "needs a GPU" (a wall-clock claim this machine cannot measure; no number
 // is invented; with --run-experiments on a machine with a GPU, the claims
-// that name a results field are run and the GPU is named), "not run" (a CPU
-// experiment without --run-experiments), "depends on an assumption" (the
+// that name a results field are run and the GPU is named), "not measurable
+// here" (an open claim: a figure the seed states without what it would take
+// to check it; the claim says what is missing and what would check it),
+// "not run" (a CPU experiment without --run-experiments), "depends on an assumption" (the
 // seed leaves an input open: under one reading its figure follows, under the
 // project's own it does not; both are computed and shown). A "differs" gets a severity:
 // wrong conclusion, error (with the factor) or rounding, and is listed worst
 // first. Claims are also checked against each other (derived checks and
 // shared quantities), and every numeric line of the seed texts must carry a
-// claim or a reason in experiments/coverage.json; the closing note counts all
+// claim (its quote, or one of its inputs) or a skip of a fixed kind in
+// experiments/coverage.json; the closing note counts all
 // of it. The claims are data: a new lever adds entries to the file, not code here.
 #include <CLI/CLI.hpp>
 
@@ -316,6 +319,10 @@ Judged judge(const json& c, bool run_experiments) {
             if (check.contains("command")) why += "; on a GPU: memwall " + check["command"].get<std::string>();
             if (run_experiments && gpu_count() == 0) why += " (not run: " + gpu_absent_reason() + ")";
             else if (run_experiments) why += " (not run: the claim names no results field to read)";
+        } else if (kind == "open") {
+            verdict = "not measurable here";
+            row["ours_text"] = "—";
+            why = check.at("why").get<std::string>() + "; would check it: " + check.at("would_check").get<std::string>();
         } else if (kind == "cpu-experiment" && !run_experiments) {
             verdict = "not run";
             row["ours_text"] = "—";
@@ -441,8 +448,18 @@ void validate_claim(const json& c) {
     if (!calc::find_unit(unit))
         throw std::runtime_error("claim " + id + ": unknown unit '" + unit + "'; known: " + join(calc::unit_names()));
     const std::string kind = c["check"].value("kind", "");
-    if (kind != "formula" && kind != "cpu-experiment" && kind != "gpu-only")
-        throw std::runtime_error("claim " + id + ": check.kind must be formula, cpu-experiment or gpu-only");
+    if (kind != "formula" && kind != "cpu-experiment" && kind != "gpu-only" && kind != "open")
+        throw std::runtime_error("claim " + id + ": check.kind '" + kind +
+                                 "' is not one of: formula, cpu-experiment, gpu-only, open");
+    if (kind == "open" && !(c["check"].contains("why") && c["check"]["why"].is_string() &&
+                            c["check"].contains("would_check") && c["check"]["would_check"].is_string()))
+        throw std::runtime_error("claim " + id + ": an open check needs \"why\" (what the seed leaves out) and "
+                                 "\"would_check\" (the command or data that would check it)");
+    for (auto& in : c.value("inputs", json::array()))
+        if (!in.is_object() || !in.contains("file") || !in.contains("line") || !in["line"].is_number_unsigned() ||
+            !in.contains("quote") || !in["quote"].is_string())
+            throw std::runtime_error("claim " + id + ": every one of \"inputs\" needs \"file\", \"line\" and "
+                                     "\"quote\" (the numbers of the seed its conditions come from)");
     if (c.contains("assumption")) {
         const json& a = c["assumption"];
         if (kind != "formula" || !a.is_object() || !a.contains("open") || !a["open"].is_string() ||
@@ -515,14 +532,22 @@ std::vector<std::pair<std::size_t, std::size_t>> numbers_in(const std::string& l
     return out;
 }
 
-// Every place a claim points into a seed text: its source and, for a
-// cross-claim check, the lines its inputs come from.
+// Every place a claim points into a seed text: its source, the lines its
+// conditions come from ("inputs") and, for a cross-claim check, the lines its
+// inputs come from.
 std::vector<json> claim_sources(const json& c) {
     std::vector<json> v = {c["source"]};
+    for (auto& f : c.value("inputs", json::array())) v.push_back(f);
     if (c.contains("cross"))
         for (auto& f : c["cross"].value("from", json::array())) v.push_back(f);
     return v;
 }
+
+// Why a number of a seed text carries no claim: one of these, and nothing
+// else. A figure no claim checks is not skipped: it is an open claim
+// ("not measurable here") that says what would check it.
+const std::vector<std::string> kSkipKinds = {"code listing", "citation", "heading/numbering",
+                                             "year", "format name", "quiz option restated"};
 
 json coverage(const json& claims, const fs::path& claims_path, const fs::path& seeds) {
     json cov = {{"seeds", path_for_record(seeds.string())}};
@@ -536,6 +561,9 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
     for (auto& e : fs::directory_iterator(seeds))
         if (e.path().extension() == ".txt") text[e.path().filename().string()] = read_lines(e.path());
     std::map<std::string, std::set<int>> claimed, skipped;
+    // A skip of some numbers of a line only ("tokens"): those numbers, as written, and their kind.
+    std::map<std::pair<std::string, int>, std::map<std::string, std::string>> skipped_tokens;
+    std::map<std::pair<std::string, int>, std::string> skipped_kind;  // a whole line's
     // Per line, the spans a claim quotes (as a claim's figure or a derived check's input).
     std::map<std::pair<std::string, int>, std::vector<std::pair<std::size_t, std::size_t>>> quoted;
     json misquoted = json::array();
@@ -557,35 +585,60 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
     const fs::path skips_path = claims_path.parent_path() / "coverage.json";
     const json skips = fs::exists(skips_path) ? read_json_file(skips_path) : json{{"skips", json::array()}};
     for (auto& sk : skips.at("skips")) {
-        if (sk.value("reason", "").empty()) throw std::runtime_error("coverage.json: a skip without a reason: " + sk.dump());
+        const std::string kind = sk.value("kind", "");
+        if (std::find(kSkipKinds.begin(), kSkipKinds.end(), kind) == kSkipKinds.end())
+            throw std::runtime_error("coverage.json: skip kind '" + kind + "' is not one of: " + join(kSkipKinds) +
+                                     " (a figure no claim checks is an open claim, not a skip): " +
+                                     sk.dump().substr(0, 160));
+        const std::string file = sk.at("file");
         const int a = sk.contains("line") ? sk["line"].get<int>() : sk.at("from").get<int>();
         const int b = sk.contains("line") ? a : sk.at("to").get<int>();
-        for (int l = a; l <= b; ++l) skipped[sk.at("file").get<std::string>()].insert(l);
+        if (sk.contains("tokens")) {
+            if (!sk.contains("line"))
+                throw std::runtime_error("coverage.json: \"tokens\" skip numbers of one \"line\": " + sk.dump().substr(0, 160));
+            for (auto& t : sk["tokens"]) skipped_tokens[{file, a}][t.get<std::string>()] = kind;
+            continue;
+        }
+        for (int l = a; l <= b; ++l) skipped[file].insert(l), skipped_kind[{file, l}] = kind;
     }
     int found = 0, covered = 0, skip = 0;
     int numbers = 0, in_quotes = 0, on_skipped = 0, unaccounted = 0;  // per number, not per line
-    json uncovered = json::array();
+    std::map<std::string, int> by_kind;
+    // The numbers not yet accounted for, by file and line (compact: the report travels in the tree).
+    json uncovered = json::array(), unaccounted_numbers = json::object();
     for (auto& [file, lines] : text)
         for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
             if (!is_numeric_line(lines[i])) continue;
             ++found;
             const bool is_claimed = claimed[file].count(i + 1), is_skipped = skipped[file].count(i + 1);
+            const auto& tokens = skipped_tokens[{file, i + 1}];
             if (is_claimed) ++covered;
-            else if (is_skipped) ++skip;
+            else if (is_skipped || !tokens.empty()) ++skip;
             else uncovered.push_back({{"file", file}, {"line", i + 1}, {"text", lines[i].substr(0, 100)}});
             for (auto [at, end] : numbers_in(lines[i])) {
                 ++numbers;
                 bool in_quote = false;
                 for (auto [qa, qb] : quoted[{file, i + 1}]) in_quote = in_quote || (at >= qa && end <= qb);
+                const std::string token = lines[i].substr(at, end - at);
+                const auto t = tokens.find(token);
                 if (in_quote) ++in_quotes;
-                else if (is_skipped) ++on_skipped;
-                else ++unaccounted;
+                else if (t != tokens.end()) ++on_skipped, ++by_kind[t->second];
+                else if (is_skipped) ++on_skipped, ++by_kind[skipped_kind[{file, i + 1}]];
+                else {
+                    ++unaccounted;
+                    unaccounted_numbers[file][std::to_string(i + 1)].push_back(token);
+                }
             }
         }
+    int open = 0;
+    for (auto& c : claims) open += c["check"].value("kind", "") == "open";
     cov["numbers"] = {{"found", numbers},
                       {"in_claim_quotes", in_quotes},
                       {"on_lines_skipped_with_a_reason", on_skipped},
+                      {"skipped_by_kind", by_kind},
                       {"not_yet_accounted_for", unaccounted}};
+    cov["unaccounted_numbers"] = unaccounted_numbers;
+    cov["open_claims"] = open;
     cov["numeric_lines"] = found;
     cov["covered_by_claims"] = covered;
     cov["skipped_with_reason"] = skip;
@@ -709,9 +762,14 @@ std::string summary_text(const json& doc) {
           << cov["covered_by_claims"].get<int>() << " covered by claims, " << cov["skipped_with_reason"].get<int>()
           << " skipped with a reason, " << cov["uncovered"].size() << " uncovered; " << cov["misquoted"].size()
           << " claims quote a number their line does not hold. Seed numbers: " << n["found"].get<int>() << " found, "
-          << n["in_claim_quotes"].get<int>() << " in a claim's quote, " << n["on_lines_skipped_with_a_reason"].get<int>()
-          << " on lines skipped with a reason, " << n["not_yet_accounted_for"].get<int>()
-          << " on claimed lines in no quote (not yet accounted for one by one).";
+          << n["in_claim_quotes"].get<int>() << " in a claim's quote or inputs, " << n["on_lines_skipped_with_a_reason"].get<int>()
+          << " skipped (";
+        bool first_kind = true;
+        for (auto& [k, v] : n["skipped_by_kind"].items())
+            m << (first_kind ? "" : ", ") << k << " " << v.get<int>(), first_kind = false;
+        m << "), " << n["not_yet_accounted_for"].get<int>()
+          << " on claimed lines in no quote (not yet accounted for one by one); " << cov["open_claims"].get<int>()
+          << " open claims not measurable here.";
     } else {
         m << " Coverage not counted: " << cov.value("why", "") << ".";
     }
@@ -770,6 +828,7 @@ std::string markdown(const json& doc) {
                                         "input it leaves open, not under another");
     section("differs", "Differs: the recomputation, worst first");
     section("needs a GPU", "Needs a GPU");
+    section("not measurable here", "Not measurable here: figures the seed states without what checking them takes");
     section("not run", "CPU experiments not run");
     section("error", "Errors");
     const json& x = doc["cross_claim"];
@@ -855,7 +914,7 @@ int run_reproduce(const ReproduceOptions& o, const std::string& command) {
     if (!o.claim.empty() && std::find(ids.begin(), ids.end(), o.claim) == ids.end())
         throw UsageError("unknown claim '" + o.claim + "'; closest: " + join(closest_ids(o.claim, ids)) +
                          " (all " + std::to_string(ids.size()) + ": memwall reproduce --format json)");
-    const std::vector<std::string> kinds = {"formula", "cpu-experiment", "gpu-only"};
+    const std::vector<std::string> kinds = {"formula", "cpu-experiment", "gpu-only", "open"};
     if (!o.kind.empty() && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
         throw UsageError("unknown --kind '" + o.kind + "'; valid: " + join(kinds));
     const fs::path seeds = find_seeds(o.seeds_dir, path);
@@ -906,7 +965,8 @@ MW_REGISTER_COMMAND(reproduce, [](CLI::App& app) -> CommandAction {
     sub->add_option("--lever", o->lever, "Only claims of this lever");
     sub->add_option("--claim", o->claim, "Only this claim id");
     sub->add_option("--kind", o->kind,
-                    "Only claims checked this way: formula, cpu-experiment or gpu-only (the GPU kit runs gpu-only)");
+                    "Only claims checked this way: formula, cpu-experiment, gpu-only (the GPU kit runs these) "
+                    "or open");
     sub->add_option("--out", o->out, "Write the report as JSON here and markdown beside it");
     sub->add_option("--format", o->format, "md or json (standard output)")->default_val("md");
     sub->add_option("--claims", o->claims_path, "Claims file (default: experiments/claims.json)");

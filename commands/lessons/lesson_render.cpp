@@ -299,7 +299,9 @@ Value predict_time_ref(const std::string& variant_in, const Context& ctx) {
 }
 
 // {{claims:LEVER}}: the lever's published claims and their verdicts, a
-// markdown table read from the committed `memwall reproduce` report.
+// markdown table read from the committed `memwall reproduce` report. Open
+// claims (figures the seed states without what checking them takes) are
+// counted under the table, not listed: `memwall reproduce --lever` lists them.
 Value claims_ref(const std::string& lever, const Context& ctx) {
     if (ctx.claims_file.empty()) throw Error("no claims report for this lesson");
     nlohmann::json doc;
@@ -319,6 +321,7 @@ Value claims_ref(const std::string& lever, const Context& ctx) {
         if (c.value("lever", "") != lever) continue;
         const std::string verdict = c.value("verdict", "?");
         ++counts[verdict];
+        if (verdict == "not measurable here") continue;
         rows += "| `" + c.value("id", "?") + "` | " + cell(c.value("statement", "")) + " | " +
                 cell(c.value("published_text", "")) + " | " + cell(c.value("ours_text", "—")) + " | " + verdict + " |\n";
     }

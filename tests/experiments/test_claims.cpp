@@ -50,7 +50,7 @@ TEST(ClaimsFile, ParsesAndEveryClaimIsWellFormed) {
     ASSERT_TRUE(doc["claims"].is_array());
     EXPECT_GE(doc["claims"].size(), 25u);
     std::set<std::string> ids;
-    const std::set<std::string> kinds = {"formula", "cpu-experiment", "gpu-only"};
+    const std::set<std::string> kinds = {"formula", "cpu-experiment", "gpu-only", "open"};
     for (auto& c : doc["claims"]) {
         const std::string id = c.value("id", "");
         EXPECT_TRUE(ids.insert(id).second) << "duplicate id " << id;
@@ -74,7 +74,8 @@ TEST(Reproduce, EveryClaimHasAVerdictThatIsNotAnError) {
     auto r = memwall("reproduce --format json", false);
     ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
     auto doc = nlohmann::json::parse(r.output);
-    const std::set<std::string> ok = {"reproduced", "differs", "depends on an assumption", "needs a GPU", "not run"};
+    const std::set<std::string> ok = {"reproduced", "differs", "depends on an assumption", "needs a GPU", "not run",
+                                      "not measurable here"};
     EXPECT_EQ(doc["claims"].size(), claims_file()["claims"].size());
     int verdicts = 0;
     for (auto& c : doc["claims"]) {
@@ -87,6 +88,10 @@ TEST(Reproduce, EveryClaimHasAVerdictThatIsNotAnError) {
         }
         if (v == "needs a GPU") {
             EXPECT_EQ(c["ours_text"], "—") << c["id"] << ": a GPU claim must not get a number";
+        }
+        if (v == "not measurable here") {  // an open claim: no number, and what would check it
+            EXPECT_EQ(c["ours_text"], "—") << c["id"];
+            EXPECT_NE(c.value("explanation", "").find("would check it: "), std::string::npos) << c["id"];
         }
         if (v == "depends on an assumption") {  // both readings computed, one that holds and one that does not
             ASSERT_TRUE(c.contains("assumption")) << c["id"];
@@ -394,7 +399,7 @@ TEST(Reproduce, CoverageCountsNumbersNotOnlyLines) {
     std::ofstream(dir + "/experiments/claims.json")
         << nlohmann::json{{"schema", "memwall.claims/1"}, {"claims", {claim}}}.dump(1);
     std::ofstream(dir + "/experiments/coverage.json")
-        << R"({"skips": [{"file": "000_probe.txt", "line": 2, "reason": "year"}]})";
+        << R"({"skips": [{"file": "000_probe.txt", "line": 2, "kind": "year"}]})";
     auto r = memwall("reproduce --format json --claims " + dir + "/experiments/claims.json --seeds " + dir, false);
     ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
     const auto doc = nlohmann::json::parse(r.output);
@@ -404,5 +409,62 @@ TEST(Reproduce, CoverageCountsNumbersNotOnlyLines) {
     EXPECT_EQ(n["on_lines_skipped_with_a_reason"], 2) << n;
     EXPECT_EQ(n["not_yet_accounted_for"], 3) << n;
     EXPECT_NE(doc["summary"].get<std::string>().find("Seed numbers: 6 found"), std::string::npos) << doc["summary"];
+    std::filesystem::remove_all(dir);
+}
+
+// A number is skipped only for a kind of a fixed list (a year, a heading's
+// numbering, ...), a whole line or some of its numbers ("tokens"); a figure
+// no claim checks is an open claim ("not measurable here", with what would
+// check it), counted; a claim's "inputs" account for the numbers its
+// conditions come from; a skip of another kind is refused, naming the kinds.
+TEST(Reproduce, SkipsHaveAFixedKindAndOpenClaimsAreCounted) {
+    const std::string dir = testing::TempDir() + "/memwall_kinds_probe";
+    std::filesystem::create_directories(dir + "/experiments");
+    std::ofstream(dir + "/000_probe.txt") << "An H100 holds 80 GB, said in 2023, and serves 5 racks at batch 4.\n"
+                                          << "Lever 3, revised 2024.\n";
+    auto claim = [](const std::string& id, const std::string& quote, double value, const nlohmann::json& check) {
+        return nlohmann::json{
+            {"id", id}, {"lever", "roofline"},
+            {"source", {{"file", "000_probe.txt"}, {"line", 1}, {"quote", quote}, {"section", "probe"}}},
+            {"statement", "probe"}, {"published", {{"value", value}, {"unit", "GB"}}},
+            {"check", check}, {"tolerance", {{"relative", 0.05}}}};
+    };
+    nlohmann::json hbm = claim("p.hbm", "holds 80 GB", 80, {{"kind", "gpu-only"}, {"why", "probe"}});
+    hbm["inputs"] = {{{"file", "000_probe.txt"}, {"line", 1}, {"quote", "batch 4"}}};
+    const nlohmann::json racks =
+        claim("p.racks", "5 racks", 5, {{"kind", "open"}, {"why", "no rack size given"}, {"would_check", "a rack's spec"}});
+    std::ofstream(dir + "/experiments/claims.json")
+        << nlohmann::json{{"schema", "memwall.claims/1"}, {"claims", {hbm, racks}}}.dump(1);
+    auto write_skips = [&](const std::string& kind) {
+        std::ofstream(dir + "/experiments/coverage.json")
+            << R"({"skips": [{"file": "000_probe.txt", "line": 1, "kind": "year", "tokens": ["2023"]},)"
+            << R"( {"file": "000_probe.txt", "line": 2, "kind": ")" << kind << R"("}]})";
+    };
+    write_skips("heading/numbering");
+    const std::string cmd = "reproduce --format json --claims " + dir + "/experiments/claims.json --seeds " + dir;
+    auto r = memwall(cmd, false);
+    ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
+    const auto doc = nlohmann::json::parse(r.output);
+    const auto& n = doc["coverage"]["numbers"];
+    EXPECT_EQ(n["found"], 6) << n;  // 80, 2023, 5, 4 on line 1; 3, 2024 on line 2
+    EXPECT_EQ(n["in_claim_quotes"], 3) << n;  // 80 and 5 (the claims), 4 (an input)
+    EXPECT_EQ(n["on_lines_skipped_with_a_reason"], 3) << n;
+    EXPECT_EQ(n["skipped_by_kind"]["year"], 1) << n;
+    EXPECT_EQ(n["skipped_by_kind"]["heading/numbering"], 2) << n;
+    EXPECT_EQ(n["not_yet_accounted_for"], 0) << n << doc["coverage"]["unaccounted_numbers"];
+    EXPECT_EQ(doc["coverage"]["open_claims"], 1);
+    for (auto& c : doc["claims"])
+        if (c["id"] == "p.racks") {
+            EXPECT_EQ(c["verdict"], "not measurable here");
+            EXPECT_NE(c.value("explanation", "").find("a rack's spec"), std::string::npos) << c;
+        }
+    EXPECT_NE(doc["summary"].get<std::string>().find("1 open claims not measurable here"), std::string::npos)
+        << doc["summary"];
+
+    write_skips("rhetorical");
+    r = memwall(cmd);
+    EXPECT_NE(r.status, 0) << r.output.substr(0, 500);
+    EXPECT_NE(r.output.find("skip kind 'rhetorical' is not one of: code listing, citation"), std::string::npos)
+        << r.output.substr(0, 500);
     std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,8 @@
 // The tracked tree stays small enough to travel: a borrowed GPU machine
 // receives the tree and the GPU kit together, 64 MiB at most (issue "GPU
-// kit"). Budgets: the whole tracked tree 30 MB; results/ 15 MB besides the
+// kit"). Budgets: the whole tracked tree 30.5 MB (30 until the claims
+// accounted for every number of the seeds; the kit, ~21 MB, keeps tree + kit
+// under scripts/gpu-kit.sh's 56 MB); results/ 15 MB besides the
 // trained checkpoints (results/model/*.safetensors). A failure names the
 // largest files, so that whoever grew the tree sees what to slim.
 #include <gtest/gtest.h>
@@ -18,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kRoot = MEMWALL_SOURCE_DIR;
 
-constexpr double kTreeBudget = 30e6;
+constexpr double kTreeBudget = 30.5e6;
 constexpr double kResultsBudget = 15e6;
 
 struct Tracked {

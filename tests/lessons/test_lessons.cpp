@@ -195,7 +195,8 @@ TEST(LessonPlaceholders, DatapathFollowsTheMeasuredClock) {
 }
 
 // {{claims:LEVER}}: a table of that lever's claims only, cells with '|'
-// escaped, a tally of the verdicts; a lever with no claims is an error.
+// escaped, a tally of the verdicts; an open claim ("not measurable here")
+// counted in the tally, not listed; a lever with no claims is an error.
 TEST(LessonPlaceholders, ClaimsTableOfOneLever) {
     Context c = toy();
     c.claims_file = tmp("claims.json").string();
@@ -203,13 +204,15 @@ TEST(LessonPlaceholders, ClaimsTableOfOneLever) {
         std::ofstream(c.claims_file) << R"({"command": "memwall reproduce", "claims": [
             {"id": "a.one", "lever": "alpha", "statement": "x | y", "published_text": "2x", "ours_text": "2.1x", "verdict": "reproduced"},
             {"id": "b.one", "lever": "beta", "statement": "other", "published_text": "1", "ours_text": "1", "verdict": "reproduced"},
-            {"id": "a.two", "lever": "alpha", "statement": "z", "published_text": "5 GB", "ours_text": "4 GB", "verdict": "differs"}]})";
+            {"id": "a.two", "lever": "alpha", "statement": "z", "published_text": "5 GB", "ours_text": "4 GB", "verdict": "differs"},
+            {"id": "a.open", "lever": "alpha", "statement": "w", "published_text": "7", "ours_text": "—", "verdict": "not measurable here"}]})";
     }
     const std::string t = std::get<std::string>(evaluate("claims:alpha", c));
     EXPECT_NE(t.find("| `a.one` | x \\| y | 2x | 2.1x | reproduced |"), std::string::npos) << t;
     EXPECT_NE(t.find("| `a.two` | z | 5 GB | 4 GB | differs |"), std::string::npos) << t;
     EXPECT_EQ(t.find("b.one"), std::string::npos) << t;
-    EXPECT_NE(t.find("1 differs, 1 reproduced"), std::string::npos) << t;
+    EXPECT_NE(t.find("1 differs, 1 not measurable here, 1 reproduced"), std::string::npos) << t;
+    EXPECT_EQ(t.find("a.open"), std::string::npos) << "an open claim is counted, not listed: " << t;
     EXPECT_THROW(evaluate("claims:gamma", c), Error);
     fs::remove(c.claims_file);
 }
