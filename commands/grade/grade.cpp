@@ -191,13 +191,16 @@ struct Build {
     std::string command, log;
     double seconds = 0;
     fs::path exe;
-    json lock;  // the grading lock, held shared while compiling: {held, waited_s, mode, why_not}
+    json lock;  // the grading lock, held shared while compiling (lock_report)
     double lock_waited_s = 0;
 };
 
-// The report's account of the host's grading lock (timing_lock.hpp).
+// The report's account of the host's grading lock (timing_lock.hpp):
+// {held, waited_s, mode, why_not}.
 json lock_report(const TimingLock& l) {
-    json r = {{"held", l.held()}, {"waited_s", std::round(l.waited_s() * 10) / 10}};
+    json r = {{"held", l.held()},
+              {"waited_s", std::round(l.waited_s() * 10) / 10},
+              {"mode", l.mode() == TimingLock::Mode::times ? "exclusive" : "shared"}};
     if (!l.held()) r["why_not"] = l.why_not();
     return r;
 }
@@ -402,7 +405,6 @@ Build build_submission(const Sandbox& sb, const Exercise& x, Backend b, const fs
     // would take the core they are timed on.
     TimingLock keep_off(timing_lock_wait_s(kTimingLockWaitS), TimingLock::Mode::keeps_off);
     r.lock = lock_report(keep_off);
-    r.lock["mode"] = "shared";
     r.lock_waited_s = keep_off.waited_s();
     const double t0 = now_s();
     const Exit e = run_to_completion(sb, spec, log);
@@ -1320,7 +1322,6 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         timing.emplace(std::max(0.0, timing_lock_wait_s(kTimingLockWaitS) - build.lock_waited_s),
                        timed ? TimingLock::Mode::times : TimingLock::Mode::keeps_off);
         doc["timing_lock"] = lock_report(*timing);
-        doc["timing_lock"]["mode"] = timed ? "exclusive" : "shared";
         // The cores both sides run on: the least busy now that the compiler is done.
         const CpuChoice cores = quietest_cpus(worker_threads);
         doc["cpus"] = cpu_list(cores.cpus);

@@ -17,7 +17,7 @@
 
 namespace mw::grade {
 
-TimingLock::TimingLock(double max_wait_s, Mode mode) {
+TimingLock::TimingLock(double max_wait_s, Mode mode) : mode_(mode) {
     const char* env = std::getenv("MEMWALL_GRADE_LOCK");
     path_ = env && *env ? env : (std::filesystem::temp_directory_path() / "memwall-grade-timing.lock").string();
     // Not through a link another user planted, not blocked on a FIFO: the

@@ -40,12 +40,14 @@ public:
     TimingLock& operator=(const TimingLock&) = delete;
 
     bool held() const { return fd_ >= 0; }
+    Mode mode() const { return mode_; }
     double waited_s() const { return waited_s_; }
     const std::string& path() const { return path_; }
     const std::string& why_not() const { return why_not_; }  // empty when held
 
 private:
     int fd_ = -1;
+    Mode mode_;
     double waited_s_ = 0;
     std::string path_, why_not_;
 };
