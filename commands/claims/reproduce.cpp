@@ -561,8 +561,9 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
     for (auto& e : fs::directory_iterator(seeds))
         if (e.path().extension() == ".txt") text[e.path().filename().string()] = read_lines(e.path());
     std::map<std::string, std::set<int>> claimed, skipped;
-    // A skip of some numbers of a line only ("tokens"): those numbers, as written, and their kind.
-    std::map<std::pair<std::string, int>, std::map<std::string, std::string>> skipped_tokens;
+    // A skip of some numbers of a line only ("tokens"): each listed number, as
+    // written, skips one occurrence of it (in order, outside every quote).
+    std::map<std::pair<std::string, int>, std::vector<std::pair<std::string, std::string>>> skipped_tokens;
     std::map<std::pair<std::string, int>, std::string> skipped_kind;  // a whole line's
     // Per line, the spans a claim quotes (as a claim's figure or a derived check's input).
     std::map<std::pair<std::string, int>, std::vector<std::pair<std::size_t, std::size_t>>> quoted;
@@ -574,31 +575,62 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
             claimed[file].insert(line);
             const auto it = text.find(file);
             const std::string quote = src.value("quote", "");
-            const std::size_t at = it == text.end() || line < 1 || line > static_cast<int>(it->second.size())
-                                       ? std::string::npos
-                                       : it->second[line - 1].find(quote);
-            if (at == std::string::npos)
-                misquoted.push_back({{"id", c["id"]}, {"file", file}, {"line", line}, {"quote", quote}});
-            else
-                quoted[{file, line}].push_back({at, at + quote.size()});
+            // A quote names one place: it occurs once on its line, or says
+            // which occurrence ("occurrence", from 1) it means.
+            std::vector<std::size_t> at;
+            if (it != text.end() && line >= 1 && line <= static_cast<int>(it->second.size()) && !quote.empty())
+                for (auto p = it->second[line - 1].find(quote); p != std::string::npos;
+                     p = it->second[line - 1].find(quote, p + 1))
+                    at.push_back(p);
+            const int which = src.value("occurrence", 0);
+            json bad = {{"id", c["id"]}, {"file", file}, {"line", line}, {"quote", quote}};
+            if (at.empty())
+                misquoted.push_back(bad);
+            else if (which == 0 && at.size() > 1)
+                bad["why"] = "occurs " + std::to_string(at.size()) + " times on its line; say which (\"occurrence\": 1.." +
+                             std::to_string(at.size()) + ") or quote more of it",
+                misquoted.push_back(bad);
+            else if (which < 0 || which > static_cast<int>(at.size()))
+                bad["why"] = "occurrence " + std::to_string(which) + " of " + std::to_string(at.size()),
+                misquoted.push_back(bad);
+            else {
+                const std::size_t a = at[which == 0 ? 0 : which - 1];
+                quoted[{file, line}].push_back({a, a + quote.size()});
+            }
         }
     const fs::path skips_path = claims_path.parent_path() / "coverage.json";
     const json skips = fs::exists(skips_path) ? read_json_file(skips_path) : json{{"skips", json::array()}};
+    json skips_elsewhere = json::array();
+    auto refuse = [](const std::string& why, const json& sk) {
+        throw std::runtime_error("coverage.json: " + why + ": " + sk.dump().substr(0, 160));
+    };
     for (auto& sk : skips.at("skips")) {
         const std::string kind = sk.value("kind", "");
         if (std::find(kSkipKinds.begin(), kSkipKinds.end(), kind) == kSkipKinds.end())
-            throw std::runtime_error("coverage.json: skip kind '" + kind + "' is not one of: " + join(kSkipKinds) +
-                                     " (a figure no claim checks is an open claim, not a skip): " +
-                                     sk.dump().substr(0, 160));
-        const std::string file = sk.at("file");
-        const int a = sk.contains("line") ? sk["line"].get<int>() : sk.at("from").get<int>();
-        const int b = sk.contains("line") ? a : sk.at("to").get<int>();
-        if (sk.contains("tokens")) {
-            if (!sk.contains("line"))
-                throw std::runtime_error("coverage.json: \"tokens\" skip numbers of one \"line\": " + sk.dump().substr(0, 160));
-            for (auto& t : sk["tokens"]) skipped_tokens[{file, a}][t.get<std::string>()] = kind;
+            refuse("skip kind '" + kind + "' is not one of: " + join(kSkipKinds) +
+                       " (a figure no claim checks is an open claim, not a skip)",
+                   sk);
+        const std::string file = sk.value("file", "");
+        if (!text.count(file)) {  // seeds elsewhere (--seeds), or a misspelt name: listed, not counted
+            skips_elsewhere.push_back(sk);
             continue;
         }
+        const int a = sk.contains("line") ? sk["line"].get<int>() : sk.value("from", 0);
+        const int b = sk.contains("line") ? a : sk.value("to", 0);
+        if (a < 1 || b < a || b > static_cast<int>(text[file].size()))
+            refuse("lines " + std::to_string(a) + ".." + std::to_string(b) + " are not lines of " + file + " (1.." +
+                       std::to_string(text[file].size()) + ")",
+                   sk);
+        if (sk.contains("tokens")) {
+            if (!sk.contains("line")) refuse("\"tokens\" skip numbers of one \"line\"", sk);
+            for (auto& t : sk["tokens"]) skipped_tokens[{file, a}].push_back({t.get<std::string>(), kind});
+            continue;
+        }
+        // A line a claim quotes keeps its other numbers one by one: a whole
+        // line skipped would hide a figure written beside the claimed one.
+        for (int l = a; l <= b; ++l)
+            if (claimed[file].count(l))
+                refuse("line " + std::to_string(l) + " holds a claim's quote: skip its other numbers by \"tokens\"", sk);
         for (int l = a; l <= b; ++l) skipped[file].insert(l), skipped_kind[{file, l}] = kind;
     }
     int found = 0, covered = 0, skip = 0;
@@ -611,7 +643,7 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
             if (!is_numeric_line(lines[i])) continue;
             ++found;
             const bool is_claimed = claimed[file].count(i + 1), is_skipped = skipped[file].count(i + 1);
-            const auto& tokens = skipped_tokens[{file, i + 1}];
+            auto tokens = skipped_tokens[{file, i + 1}];  // consumed one occurrence at a time
             if (is_claimed) ++covered;
             else if (is_skipped || !tokens.empty()) ++skip;
             else uncovered.push_back({{"file", file}, {"line", i + 1}, {"text", lines[i].substr(0, 100)}});
@@ -620,21 +652,28 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
                 bool in_quote = false;
                 for (auto [qa, qb] : quoted[{file, i + 1}]) in_quote = in_quote || (at >= qa && end <= qb);
                 const std::string token = lines[i].substr(at, end - at);
-                const auto t = tokens.find(token);
+                const auto t = in_quote ? tokens.end()
+                                        : std::find_if(tokens.begin(), tokens.end(),
+                                                       [&](const auto& tk) { return tk.first == token; });
                 if (in_quote) ++in_quotes;
-                else if (t != tokens.end()) ++on_skipped, ++by_kind[t->second];
+                else if (t != tokens.end()) ++on_skipped, ++by_kind[t->second], tokens.erase(t);
                 else if (is_skipped) ++on_skipped, ++by_kind[skipped_kind[{file, i + 1}]];
                 else {
                     ++unaccounted;
                     unaccounted_numbers[file][std::to_string(i + 1)].push_back(token);
                 }
             }
+            if (!tokens.empty())
+                throw std::runtime_error("coverage.json: " + file + " line " + std::to_string(i + 1) + " skips '" +
+                                         tokens.front().first +
+                                         "', a number the line does not hold outside the claims' quotes (one listed "
+                                         "token skips one occurrence)");
         }
     int open = 0;
     for (auto& c : claims) open += c["check"].value("kind", "") == "open";
     cov["numbers"] = {{"found", numbers},
-                      {"in_claim_quotes", in_quotes},
-                      {"on_lines_skipped_with_a_reason", on_skipped},
+                      {"in_claim_quotes_or_inputs", in_quotes},
+                      {"skipped_with_a_reason", on_skipped},
                       {"skipped_by_kind", by_kind},
                       {"not_yet_accounted_for", unaccounted}};
     cov["unaccounted_numbers"] = unaccounted_numbers;
@@ -644,6 +683,7 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
     cov["skipped_with_reason"] = skip;
     cov["uncovered"] = uncovered;
     cov["misquoted"] = misquoted;
+    cov["skips_of_files_not_in_seeds"] = skips_elsewhere;
     return cov;
 }
 
@@ -761,15 +801,15 @@ std::string summary_text(const json& doc) {
         m << " Seed statements (numeric lines): " << cov["numeric_lines"].get<int>() << " found, "
           << cov["covered_by_claims"].get<int>() << " covered by claims, " << cov["skipped_with_reason"].get<int>()
           << " skipped with a reason, " << cov["uncovered"].size() << " uncovered; " << cov["misquoted"].size()
-          << " claims quote a number their line does not hold. Seed numbers: " << n["found"].get<int>() << " found, "
-          << n["in_claim_quotes"].get<int>() << " in a claim's quote or inputs, " << n["on_lines_skipped_with_a_reason"].get<int>()
+          << " quotes name no single place on their line (absent, or repeated without its occurrence). Seed numbers: " << n["found"].get<int>() << " found, "
+          << n["in_claim_quotes_or_inputs"].get<int>() << " in a claim's quote or inputs, " << n["skipped_with_a_reason"].get<int>()
           << " skipped (";
         bool first_kind = true;
         for (auto& [k, v] : n["skipped_by_kind"].items())
             m << (first_kind ? "" : ", ") << k << " " << v.get<int>(), first_kind = false;
         m << "), " << n["not_yet_accounted_for"].get<int>()
           << " on claimed lines in no quote (not yet accounted for one by one); " << cov["open_claims"].get<int>()
-          << " open claims not measurable here.";
+          << (cov["open_claims"].get<int>() == 1 ? " open claim" : " open claims") << " not measurable here.";
     } else {
         m << " Coverage not counted: " << cov.value("why", "") << ".";
     }
@@ -862,8 +902,8 @@ std::string markdown(const json& doc) {
             m << "- no claim and no reason: " << u["file"].get<std::string>() << ":" << u["line"].get<int>() << " "
               << md_escape(u["text"]) << "\n";
         for (auto& u : cov["misquoted"])
-            m << "- claim " << u["id"].get<std::string>() << ": \"" << u["quote"].get<std::string>() << "\" is not on "
-              << u["file"].get<std::string>() << ":" << u["line"].get<int>() << "\n";
+            m << "- claim " << u["id"].get<std::string>() << ": \"" << u["quote"].get<std::string>() << "\" "
+              << u.value("why", "is not") << " on " << u["file"].get<std::string>() << ":" << u["line"].get<int>() << "\n";
     }
     bool notes = false;
     for (auto& r : doc["claims"]) {

@@ -201,6 +201,7 @@ TEST(Reproduce, SeedCoverageIsComplete) {
     if (!cov.value("available", false)) GTEST_SKIP() << cov.value("why", "");
     EXPECT_GE(doc["claims"].size(), 240u);
     EXPECT_TRUE(cov["misquoted"].empty()) << cov["misquoted"].dump(1);
+    EXPECT_TRUE(cov["skips_of_files_not_in_seeds"].empty()) << cov["skips_of_files_not_in_seeds"].dump(1);
     for (auto& u : cov["uncovered"]) ADD_FAILURE() << "no claim, no reason: " << u.dump();
     // The closing note counts verdicts, severities and cross-claim checks.
     const std::string s = doc["summary"];
@@ -405,8 +406,8 @@ TEST(Reproduce, CoverageCountsNumbersNotOnlyLines) {
     const auto doc = nlohmann::json::parse(r.output);
     const auto& n = doc["coverage"]["numbers"];
     EXPECT_EQ(n["found"], 6) << n;  // 80, 8k, 3.9, 1,024.5 on line 1; 2023, 2024 on line 2
-    EXPECT_EQ(n["in_claim_quotes"], 1) << n;
-    EXPECT_EQ(n["on_lines_skipped_with_a_reason"], 2) << n;
+    EXPECT_EQ(n["in_claim_quotes_or_inputs"], 1) << n;
+    EXPECT_EQ(n["skipped_with_a_reason"], 2) << n;
     EXPECT_EQ(n["not_yet_accounted_for"], 3) << n;
     EXPECT_NE(doc["summary"].get<std::string>().find("Seed numbers: 6 found"), std::string::npos) << doc["summary"];
     std::filesystem::remove_all(dir);
@@ -447,8 +448,8 @@ TEST(Reproduce, SkipsHaveAFixedKindAndOpenClaimsAreCounted) {
     const auto doc = nlohmann::json::parse(r.output);
     const auto& n = doc["coverage"]["numbers"];
     EXPECT_EQ(n["found"], 6) << n;  // 80, 2023, 5, 4 on line 1; 3, 2024 on line 2
-    EXPECT_EQ(n["in_claim_quotes"], 3) << n;  // 80 and 5 (the claims), 4 (an input)
-    EXPECT_EQ(n["on_lines_skipped_with_a_reason"], 3) << n;
+    EXPECT_EQ(n["in_claim_quotes_or_inputs"], 3) << n;  // 80 and 5 (the claims), 4 (an input)
+    EXPECT_EQ(n["skipped_with_a_reason"], 3) << n;
     EXPECT_EQ(n["skipped_by_kind"]["year"], 1) << n;
     EXPECT_EQ(n["skipped_by_kind"]["heading/numbering"], 2) << n;
     EXPECT_EQ(n["not_yet_accounted_for"], 0) << n << doc["coverage"]["unaccounted_numbers"];
@@ -458,7 +459,7 @@ TEST(Reproduce, SkipsHaveAFixedKindAndOpenClaimsAreCounted) {
             EXPECT_EQ(c["verdict"], "not measurable here");
             EXPECT_NE(c.value("explanation", "").find("a rack's spec"), std::string::npos) << c;
         }
-    EXPECT_NE(doc["summary"].get<std::string>().find("1 open claims not measurable here"), std::string::npos)
+    EXPECT_NE(doc["summary"].get<std::string>().find("1 open claim not measurable here"), std::string::npos)
         << doc["summary"];
 
     write_skips("rhetorical");
@@ -466,5 +467,73 @@ TEST(Reproduce, SkipsHaveAFixedKindAndOpenClaimsAreCounted) {
     EXPECT_NE(r.status, 0) << r.output.substr(0, 500);
     EXPECT_NE(r.output.find("skip kind 'rhetorical' is not one of: code listing, citation"), std::string::npos)
         << r.output.substr(0, 500);
+    std::filesystem::remove_all(dir);
+}
+
+// A quote names one place on its line, and a skip one number: a quote that
+// occurs twice must say which ("occurrence"), a listed token skips one
+// occurrence of it (the second "4" below stays unaccounted until listed
+// twice), a token the line does not hold is refused, and a line that holds
+// a claim's quote is never skipped whole (a figure beside the claimed one
+// would be hidden).
+TEST(Reproduce, QuotesAndSkipsNameOnePlace) {
+    const std::string dir = testing::TempDir() + "/memwall_places_probe";
+    std::filesystem::create_directories(dir + "/experiments");
+    std::ofstream(dir + "/000_probe.txt") << "Batch 4 reads 80 GB; batch 4 again reads 80 GB.\n"
+                                          << "Lever 3, revised 2024 and 2024.\n";
+    nlohmann::json claim = {
+        {"id", "p.hbm"}, {"lever", "roofline"},
+        {"source", {{"file", "000_probe.txt"}, {"line", 1}, {"quote", "80 GB"}, {"section", "probe"}}},
+        {"statement", "probe"}, {"published", {{"value", 80}, {"unit", "GB"}}},
+        {"check", {{"kind", "gpu-only"}, {"why", "probe"}}}, {"tolerance", {{"relative", 0.05}}}};
+    const std::string cmd = "reproduce --format json --claims " + dir + "/experiments/claims.json --seeds " + dir;
+    auto run = [&](const nlohmann::json& c, const std::string& skips, bool with_stderr = false) {
+        std::ofstream(dir + "/experiments/claims.json")
+            << nlohmann::json{{"schema", "memwall.claims/1"}, {"claims", {c}}}.dump(1);
+        std::ofstream(dir + "/experiments/coverage.json") << skips;
+        return memwall(cmd, with_stderr);
+    };
+    const std::string line2 = R"({"file": "000_probe.txt", "line": 2, "kind": "year", "tokens": ["2024", "2024"]},)"
+                              R"( {"file": "000_probe.txt", "line": 2, "kind": "heading/numbering", "tokens": ["3"]})";
+    // "80 GB" twice, no occurrence: refused as a quote (misquoted, with why).
+    auto r = run(claim, R"({"skips": [)" + line2 + "]}");
+    ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
+    auto doc = nlohmann::json::parse(r.output);
+    ASSERT_EQ(doc["coverage"]["misquoted"].size(), 1u) << doc["coverage"]["misquoted"];
+    EXPECT_NE(doc["coverage"]["misquoted"][0].value("why", "").find("occurs 2 times"), std::string::npos);
+    // The second occurrence named: the first 80 and both 4s are left; one "4"
+    // listed skips one of them.
+    claim["source"]["occurrence"] = 2;
+    r = run(claim, R"({"skips": [)" + line2 +
+                       R"(, {"file": "000_probe.txt", "line": 1, "kind": "format name", "tokens": ["4", "80"]}]})");
+    ASSERT_EQ(r.status, 0) << r.output.substr(0, 2000);
+    doc = nlohmann::json::parse(r.output);
+    EXPECT_TRUE(doc["coverage"]["misquoted"].empty()) << doc["coverage"]["misquoted"];
+    const auto& n = doc["coverage"]["numbers"];
+    EXPECT_EQ(n["found"], 7) << n;
+    EXPECT_EQ(n["in_claim_quotes_or_inputs"], 1) << n;
+    EXPECT_EQ(n["skipped_with_a_reason"], 5) << n;  // 4 and the first 80 on line 1; 3, 2024, 2024 on line 2
+    EXPECT_EQ(n["not_yet_accounted_for"], 1) << n;
+    EXPECT_EQ(doc["coverage"]["unaccounted_numbers"]["000_probe.txt"]["1"], nlohmann::json({"4"}));
+    // A token the line does not hold outside the quotes (the quoted 80 is not
+    // free to skip), and a whole-line skip of the claimed line: refused.
+    r = run(claim,
+            R"({"skips": [)" + line2 +
+                R"(, {"file": "000_probe.txt", "line": 1, "kind": "format name", "tokens": ["4", "80", "80"]}]})",
+            true);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("line 1 skips '80'"), std::string::npos) << r.output.substr(0, 500);
+    r = run(claim, R"({"skips": [)" + line2 + R"(, {"file": "000_probe.txt", "line": 1, "kind": "format name"}]})",
+            true);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("line 1 holds a claim's quote"), std::string::npos) << r.output.substr(0, 500);
+    // A skip of a line the text does not have is refused; one of a file the
+    // seeds do not hold is listed (the seeds may be another folder's).
+    r = run(claim, R"({"skips": [{"file": "000_probe.txt", "line": 9, "kind": "year"}]})", true);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("are not lines of 000_probe.txt (1..2)"), std::string::npos) << r.output.substr(0, 500);
+    r = run(claim, R"({"skips": [)" + line2 + R"(, {"file": "001_missing.txt", "line": 1, "kind": "year"}]})");
+    ASSERT_EQ(r.status, 0) << r.output.substr(0, 500);
+    EXPECT_EQ(nlohmann::json::parse(r.output)["coverage"]["skips_of_files_not_in_seeds"].size(), 1u);
     std::filesystem::remove_all(dir);
 }
