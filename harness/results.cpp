@@ -156,8 +156,10 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
     }
 }
 
+// Indented by one space: results files travel in the repository (and in the
+// GPU kit's tree), where a second space per level is a tenth of their bytes.
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& doc) {
-    write_file_atomic(path, doc.dump(2) + "\n");
+    write_file_atomic(path, doc.dump(1) + "\n");
 }
 
 std::string path_for_record(const std::string& path, const std::filesystem::path& root) {

@@ -10,7 +10,8 @@
 //   model 1: the same model widened function-preservingly
 //   (model::widen_params: the same logits, w^2 the bytes) by the smallest
 //   power of two w (up to 8) that puts its fp32 weights at >= 4x the L3 the
-//   OS reports: 4x, 190 MB, with a 32 MiB L3; every decode step streams
+//   OS reports: 4x, 190 MB, with a 32 MiB L3; 8x, 757 MB, with a 300 MiB
+//   L3 (the cap: 2.4x that L3); every decode step streams
 //   them from DRAM, and every draft has a language model's acceptance rate.
 //   Unit: generated tokens; checked against the fp64 model's greedy tokens
 //   (token-sequence rule), and every speculative rung bit-identical to
