@@ -584,19 +584,18 @@ json coverage(const json& claims, const fs::path& claims_path, const fs::path& s
                     at.push_back(p);
             const int which = src.value("occurrence", 0);
             json bad = {{"id", c["id"]}, {"file", file}, {"line", line}, {"quote", quote}};
-            if (at.empty())
-                misquoted.push_back(bad);
-            else if (which == 0 && at.size() > 1)
-                bad["why"] = "occurs " + std::to_string(at.size()) + " times on its line; say which (\"occurrence\": 1.." +
-                             std::to_string(at.size()) + ") or quote more of it",
-                misquoted.push_back(bad);
-            else if (which < 0 || which > static_cast<int>(at.size()))
-                bad["why"] = "occurrence " + std::to_string(which) + " of " + std::to_string(at.size()),
-                misquoted.push_back(bad);
-            else {
+            const int n = static_cast<int>(at.size());
+            if (n > 0 && (which == 0 ? n == 1 : which >= 1 && which <= n)) {
                 const std::size_t a = at[which == 0 ? 0 : which - 1];
                 quoted[{file, line}].push_back({a, a + quote.size()});
+                continue;
             }
+            if (n > 1 && which == 0)
+                bad["why"] = "occurs " + std::to_string(n) + " times on its line; say which (\"occurrence\": 1.." +
+                             std::to_string(n) + ") or quote more of it";
+            else if (n > 0)
+                bad["why"] = "occurrence " + std::to_string(which) + " of " + std::to_string(n);
+            misquoted.push_back(bad);
         }
     const fs::path skips_path = claims_path.parent_path() / "coverage.json";
     const json skips = fs::exists(skips_path) ? read_json_file(skips_path) : json{{"skips", json::array()}};
