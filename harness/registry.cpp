@@ -9,6 +9,7 @@
 
 #include "harness/gpu.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/onednn.hpp"
 
 namespace mw {
 
@@ -257,6 +258,9 @@ bool runnable_here(const Variant& v, std::string* why) {
             if (gpu_count() < launch_size())
                 return fail("needs one GPU per MPI rank: " + std::to_string(launch_size()) + " ranks, " +
                             std::to_string(gpu_count()) + " GPU(s) here");
+        } else if (r == "onednn") {
+            std::string w;
+            if (!onednn::available(&w)) return fail("needs oneDNN: " + w);
         } else if (r.rfind("sm_", 0) == 0) {
             // checked by the CUDA glue at prepare time (compute capability)
         } else if (!cpu_feature(r)) {

@@ -218,7 +218,8 @@ struct Variant {
     Backend backend = Backend::cpu;
     int rung = 0;           // position on the lever's ladder; 0 = naive
     std::string rationale;  // one sentence: what this rung changes and what it buys
-    std::vector<std::string> needs;  // "avx512f", "avx2", "gpu", "sm_80", "tensor_cores", "ptx", "mpi", "gpu_per_rank"
+    std::vector<std::string> needs;  // "avx512f", "avx2", "gpu", "sm_80", "tensor_cores", "ptx", "mpi", "gpu_per_rank",
+                                     // "onednn" (the library loads: harness/onednn.hpp)
     std::vector<DType> dtypes = {DType::f32};
     // The traffic this variant incurs, bytes (null: the op's compulsory bytes).
     std::function<double(const Shape&, DType)> bytes;

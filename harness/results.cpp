@@ -1,6 +1,7 @@
 #include "harness/results.hpp"
 
 #include "harness/disturbance.hpp"
+#include "harness/onednn.hpp"
 
 #include <unistd.h>
 
@@ -118,6 +119,9 @@ nlohmann::json machine_info() {
     // The vendor rung's own view of the CPU (see commands/main.cpp).
     m["openblas"] = {{"core", openblas_get_corename()}, {"config", openblas_get_config()},
                      {"coretype_env", std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : ""}};
+    // The other CPU vendor library: its version, or why it did not load.
+    std::string onednn_why;
+    m["onednn"] = onednn::available(&onednn_why) ? onednn::version() : "not loaded: " + onednn_why;
     // How OpenMP's idle threads wait (spinning or sleeping) changes the time
     // of short parallel regions, a cached decode step's for one; record it,
     // so that runs are compared under the same policy.

@@ -5,6 +5,9 @@
 # `fortunes` is data, not code: the English text the model stack is trained
 # on (model/corpus.hpp). Open MPI (openmpi-bin, libopenmpi-dev) runs
 # the MoE lever's expert_parallel rung under `mpirun`; the build works without it.
+# oneDNN (libdnnl-dev) is the CPU's second vendor library (its rungs are
+# loaded at run time, harness/onednn.hpp); ocl-icd-opencl-dev because
+# Debian's dnnl-config.cmake asks for OpenCL's headers and loader.
 # `--browser` adds Debian's chromium, which the test of `memwall report --html`
 # loads the page in (headless); scripts/test.sh (and so CI) asks for it, the
 # main job does not need it.
@@ -28,7 +31,8 @@ NCCL=0
 
 PACKAGES=(g++ cmake ninja-build git libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libboost-context-dev gnuplot-nox python3 bubblewrap fortunes
-          openmpi-bin libopenmpi-dev libseccomp-dev pkg-config libssl-dev zip unzip)
+          openmpi-bin libopenmpi-dev libseccomp-dev pkg-config libssl-dev zip unzip
+          libdnnl-dev ocl-icd-opencl-dev)
 for arg in "$@"; do
   case "$arg" in
     --browser) PACKAGES+=(chromium) ;;

@@ -5,6 +5,7 @@
 //     reference/fusion/bias_gelu_ln.cpp      0 naive     five passes, two full-size temporaries
 //     optimized/fusion/bias_gelu_ln_simd_passes.cpp  1  the same passes, SIMD math
 //     optimized/fusion/bias_gelu_ln_fused.cpp        2  one pass per row, row kept in L1
+//     optimized/fusion/bias_gelu_ln_onednn.cpp       vendor  oneDNN: add + GELU post-op, then its layer norm
 //     reference/fusion/bias_gelu_ln.cu       0 three kernels, intermediates in global memory
 //     optimized/fusion/bias_gelu_ln_fused.cu 1 one block per row, warp-shuffle reductions
 //   ln_gelu       Y = LayerNorm(GELU(X W + b))            m x n (x k)
@@ -14,6 +15,7 @@
 //     reference/fusion/softmax.cpp           0 three sweeps: max, sum of exp, normalize
 //     optimized/fusion/softmax_online.cpp    1 online max+sum: two sweeps
 //     optimized/fusion/softmax_row_fused.cpp 2 both sweeps on a row while it is in L1
+//     optimized/fusion/softmax_onednn.cpp    vendor  oneDNN's softmax primitive
 //     reference/fusion/softmax.cu            0 three kernels: max, sum of exp, normalize
 //     optimized/fusion/softmax_online.cu     1 one kernel: online max+sum merged across the block
 //   softmax_v     O = softmax(X) V  (softmax fused into its consumer)

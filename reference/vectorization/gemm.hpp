@@ -7,6 +7,7 @@
 //   optimized/vectorization/gemm_simd.cpp        3  SIMD micro-kernel with register blocking
 //   optimized/vectorization/gemm_threads.cpp     4  the SIMD kernel on all cores (OpenMP)
 //   optimized/vectorization/gemm_openblas.cpp    vendor  OpenBLAS cblas_sgemm
+//   optimized/vectorization/gemm_onednn.cpp      vendor  oneDNN matmul primitive (JIT kernel for this CPU)
 // CUDA: reference/vectorization/gemm.cu (naive) and optimized/vectorization/gemm_*.cu.
 //
 // Run: memwall run vectorization --backend cpu

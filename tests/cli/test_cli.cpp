@@ -14,6 +14,7 @@
 
 #include "tests/run_memwall.hpp"
 #include "harness/gpu.hpp"
+#include "harness/onednn.hpp"
 #include "harness/timing.hpp"
 #include <nlohmann/json.hpp>
 
@@ -322,6 +323,41 @@ TEST(Cli, RoundsMergeSamplesAndRemeasureTheReadRoof) {
         const double roof = std::min(run["mfu_peak_gflops"].get<double>(), run["intensity"].get<double>() * own);
         EXPECT_DOUBLE_EQ(run["roof_gflops"].get<double>(), roof) << "shape " << i;
     }
+    fs::remove(out_file());
+    fs::remove(fs::path(out_file()).replace_extension(".md"));
+    fs::remove(fs::path(out_file()).replace_extension(".csv"));
+}
+
+// A machine without oneDNN (the GPU kit's): its rungs are rows that did not
+// run and say why, naming the library; the other rungs run; the machine block
+// says it did not load. An empty file where the loader looks first
+// (LD_LIBRARY_PATH) stands in for the missing library.
+TEST(Cli, OneDnnRungWithoutTheLibraryIsNotRunAndSaysWhy) {
+    if (!mw::onednn::kBuilt) GTEST_SKIP() << "built without oneDNN's headers";
+    const fs::path dir = fs::temp_directory_path() / ("memwall-no-onednn-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::ofstream(dir / mw::onednn::kSoname).put('\n');
+    fs::remove(out_file());
+    auto r = mw::test::run_memwall("run softmax --shape rows=7,cols=33 --variant three_pass --variant onednn "
+                                   "--threads 1 --budget 0 --out " + out_file().string(),
+                                   "LD_LIBRARY_PATH=" + dir.string());
+    fs::remove_all(dir);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string("not run: needs oneDNN: cannot load ") + mw::onednn::kSoname),
+              std::string::npos)
+        << r.output;
+    std::ifstream f(out_file());
+    const auto doc = nlohmann::json::parse(f);
+    ASSERT_EQ(doc["runs"].size(), 2u);
+    for (const auto& run : doc["runs"]) {
+        if (run["variant"] == "onednn") {
+            EXPECT_FALSE(run["ran"].get<bool>());
+            EXPECT_NE(run["skip_reason"].get<std::string>().find("libdnnl"), std::string::npos) << run.dump();
+        } else {
+            EXPECT_TRUE(run["correct"].get<bool>()) << run.dump();
+        }
+    }
+    EXPECT_EQ(doc["machine"]["onednn"].get<std::string>().rfind("not loaded: ", 0), 0u) << doc["machine"].dump();
     fs::remove(out_file());
     fs::remove(fs::path(out_file()).replace_extension(".md"));
     fs::remove(fs::path(out_file()).replace_extension(".csv"));

@@ -1,6 +1,7 @@
-// The two engine hooks the worker library's code calls that a grade worker
-// answers itself: the GPU count (registry.cpp asks it; the worker runs on
-// the CPU) and the allocation tracker (Buffer::make allocates through it;
+// The engine hooks the worker library's code calls that a grade worker
+// answers itself: the GPU count and whether oneDNN loads (registry.cpp asks
+// both; the worker runs on the CPU, with no vendor library) and the
+// allocation tracker (Buffer::make allocates through it;
 // the worker tracks nothing). Part of every libmemwall_worker_*.a, which
 // hold project sources with registration off (CMakeLists.txt, "The
 // grader's worker libraries").
@@ -12,11 +13,20 @@
 
 #include "harness/gpu.hpp"
 #include "harness/memtrack.hpp"
+#include "harness/onednn.hpp"
 
 namespace mw {
 int gpu_count() { return 0; }
 std::string gpu_absent_reason() { return "the grader's worker runs on the CPU"; }
 }  // namespace mw
+
+namespace mw::onednn {
+bool available(std::string* why) {
+    if (why) *why = "the grader's worker loads no vendor library";
+    return false;
+}
+std::string version() { return ""; }
+}  // namespace mw::onednn
 
 namespace mw::memtrack {
 void* allocate(std::size_t n, std::size_t align) {
