@@ -82,6 +82,17 @@ dnnl_memory_desc_t f32_desc(std::initializer_list<dnnl_dim_t> dims, dnnl_format_
 }
 
 Bound::Bound(const void* op_desc, const_dnnl_post_ops_t post_ops) {
+    // A destructor does not run after its constructor threw: what was made
+    // so far is released here (inside the body, while the members live).
+    try {
+        make(op_desc, post_ops);
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+void Bound::make(const void* op_desc, const_dnnl_post_ops_t post_ops) {
     const Api& a = api();
     dnnl_primitive_attr_t attr = nullptr;
     check(a.dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
@@ -101,12 +112,19 @@ Bound::Bound(const void* op_desc, const_dnnl_post_ops_t post_ops) {
     }
 }
 
-Bound::~Bound() {
-    const Api& a = api();
+Bound::~Bound() { release(); }
+
+void Bound::release() noexcept {
+    const Api& a = loaded().api;
     for (auto& [which, m] : args_) a.dnnl_memory_destroy(m);
+    args_.clear();
+    exec_.clear();
     if (stream_) a.dnnl_stream_destroy(stream_);
     if (prim_) a.dnnl_primitive_destroy(prim_);
     if (pd_) a.dnnl_primitive_desc_destroy(pd_);
+    stream_ = nullptr;
+    prim_ = nullptr;
+    pd_ = nullptr;
 }
 
 void Bound::arg(int which, const dnnl_memory_desc_t& md, const void* data) {
@@ -114,8 +132,11 @@ void Bound::arg(int which, const dnnl_memory_desc_t& md, const void* data) {
     dnnl_memory_t m = nullptr;
     // oneDNN's handle is void* for inputs too; it does not write them.
     check(a.dnnl_memory_create(&m, &md, a.engine, const_cast<void*>(data)), "dnnl_memory_create");
-    if (auto it = args_.find(which); it != args_.end()) a.dnnl_memory_destroy(it->second);
-    args_[which] = m;
+    auto [it, fresh] = args_.try_emplace(which, m);  // may throw: m is released with the map's other entries
+    if (!fresh) {
+        a.dnnl_memory_destroy(it->second);
+        it->second = m;
+    }
     exec_.clear();
     for (auto& [w, mem] : args_) exec_.push_back({w, mem});
 }
@@ -132,9 +153,8 @@ std::string Bound::implementation() const {
     return s;
 }
 
-std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long M, long N, long K,
-                                  dnnl_format_tag_t b_tag) {
-    const auto a = f32_desc({M, K}, dnnl_ab), b = f32_desc({K, N}, b_tag), c = f32_desc({M, N}, dnnl_ab);
+std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long M, long N, long K) {
+    const auto a = f32_desc({M, K}, dnnl_ab), b = f32_desc({K, N}, dnnl_ab), c = f32_desc({M, N}, dnnl_ab);
     dnnl_matmul_desc_t d;
     check(api().dnnl_matmul_desc_init(&d, &a, &b, nullptr, &c), "dnnl_matmul_desc_init");
     auto bound = std::make_shared<Bound>(&d);

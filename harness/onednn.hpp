@@ -1,11 +1,12 @@
 // oneDNN, the CPU's vendor library beside OpenBLAS: its primitives run as
-// vendor rungs (optimized/*/*_onednn.cpp) where it has the op (GEMM and
-// matmul_bt, softmax, bias + GELU + layer normalization).
+// vendor rungs (optimized/*/*_onednn.cpp) where it has the op (GEMM,
+// softmax, bias + GELU + layer normalization).
 //
 // Loaded at run time, not linked: the build finds Debian's libdnnl-dev with
 // find_package(dnnl) for its C header (the API these rungs are written
-// against, 2.x) and the library's soname; memwall dlopen()s that library the
-// first time a oneDNN rung is asked for. A machine without it (the GPU kit,
+// against, 2.x) and the library's soname; memwall dlopen()s that library
+// once per process, the first time a oneDNN rung is asked for or a results
+// file records the machine (machine.onednn). A machine without it (the GPU kit,
 // which does not carry its 40 MB) runs everything else and reports each
 // oneDNN rung as not run, naming why (the `onednn` need, harness/registry.cpp).
 //

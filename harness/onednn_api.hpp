@@ -67,9 +67,11 @@ public:
     // oneDNN's name for the implementation it picked ("brg:avx512_core",
     // "jit:uni", "ref:any"): the row's `path`.
     std::string implementation() const;
-    std::size_t scratchpad_bytes() const { return scratch_.size_bytes(); }
 
 private:
+    void make(const void* op_desc, const_dnnl_post_ops_t post_ops);
+    void release() noexcept;
+
     dnnl_primitive_desc_t pd_ = nullptr;
     dnnl_primitive_t prim_ = nullptr;
     dnnl_stream_t stream_ = nullptr;
@@ -78,10 +80,8 @@ private:
     Buffer scratch_;
 };
 
-// C[M,N] = A[M,K] B[K,N] in fp32, A and C row-major, B stored as b_tag says
-// (dnnl_ab: B row-major; dnnl_ba: B^T row-major, as matmul_bt hands it).
-std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long M, long N, long K,
-                                  dnnl_format_tag_t b_tag);
+// C[M,N] = A[M,K] B[K,N] in fp32, all three row-major.
+std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long M, long N, long K);
 
 // An Instance whose run() is the bound primitive, with its path recorded.
 Instance instance_of(std::shared_ptr<Bound> b);

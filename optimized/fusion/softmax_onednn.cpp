@@ -1,7 +1,8 @@
 // softmax, fusion lever, vendor rung: oneDNN's softmax primitive.
 //
-// What a deep-learning framework calls on a CPU for the same op (axis 1 of a
-// rows x cols fp32 matrix, forward inference), beside our ladder: its JIT
+// A deep-learning library's CPU softmax (oneDNN's: TensorFlow's oneDNN
+// builds call it; PyTorch's CPU softmax is its own) for the same op (axis 1 of
+// a rows x cols fp32 matrix, forward inference), beside our ladder: its JIT
 // kernel works row by row, so like rung 2 it should read x from DRAM once
 // and write y once while a row sits in cache (8 KiB-32 KiB at these widths).
 // Made once in prepare() (the JIT compile is not timed); the row's `path` is
@@ -29,7 +30,7 @@ mw::Instance prepare(mw::Problem& p) {
 MW_REGISTER_VARIANT(softmax_onednn_cpu, {
     .name = "onednn", .op = "softmax", .lever = "fusion",
     .role = mw::Role::vendor, .backend = mw::Backend::cpu, .rung = 3,
-    .rationale = "oneDNN's softmax primitive, the frameworks' CPU softmax: a JIT kernel per row, x read once "
+    .rationale = "oneDNN's softmax primitive, a library's CPU softmax: a JIT kernel per row, x read once "
                  "from DRAM and y written once, as rung 2",
     .needs = {"onednn"},
     .bytes = [](const mw::Shape& s, mw::DType) { return 8.0 * double(s["rows"]) * s["cols"]; },

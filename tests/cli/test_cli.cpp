@@ -340,7 +340,7 @@ TEST(Cli, OneDnnRungWithoutTheLibraryIsNotRunAndSaysWhy) {
     fs::remove(out_file());
     auto r = mw::test::run_memwall("run softmax --shape rows=7,cols=33 --variant three_pass --variant onednn "
                                    "--threads 1 --budget 0 --out " + out_file().string(),
-                                   "LD_LIBRARY_PATH=" + dir.string());
+                                   "LD_LIBRARY_PATH=" + dir.string() + ":$LD_LIBRARY_PATH");
     fs::remove_all(dir);
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find(std::string("not run: needs oneDNN: cannot load ") + mw::onednn::kSoname),
