@@ -167,8 +167,9 @@ TEST(Layers, NoSourceIncludesACppOrCuFile) {
 // Words the engine uses for its own things that some variants are also
 // named after: number formats (a variant "fp32" stores its weights so), a
 // thread count (the "threads" rung), the libraries whose versions the
-// machine block records and whose GEMM calibrate times.
-const std::set<std::string> kEngineWords = {"fp32", "fp16", "bf16", "int8", "int4", "threads", "openblas", "cublas"};
+// machine block records (and whose GEMM calibrate times, or whose
+// loading the registry checks for the rungs that need it).
+const std::set<std::string> kEngineWords = {"fp32", "fp16", "bf16", "int8", "int4", "threads", "openblas", "onednn", "cublas"};
 
 TEST(Layers, TheEngineNamesNoLeverOpOrVariant) {
     std::set<std::string> names;
