@@ -164,10 +164,12 @@ std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long
     return bound;
 }
 
-Instance instance_of(std::shared_ptr<Bound> b) {
+Instance instance_of(std::vector<std::shared_ptr<Bound>> chain, std::shared_ptr<const void> keep) {
     Instance inst;
-    inst.path = b->implementation();
-    inst.run = [b] { b->run(); };
+    for (const auto& b : chain) inst.path += (inst.path.empty() ? "" : " + ") + b->implementation();
+    inst.run = [chain = std::move(chain), keep = std::move(keep)] {
+        for (const auto& b : chain) b->run();
+    };
     return inst;
 }
 

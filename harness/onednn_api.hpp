@@ -46,7 +46,7 @@ const Api& api();
 void check(dnnl_status_t status, const char* what);
 
 // An fp32 memory descriptor: dims outermost first, laid out as `tag`
-// (dnnl_ab: row-major; dnnl_ba: the transpose's storage, column-major).
+// (dnnl_a for a vector, dnnl_ab for a row-major matrix).
 dnnl_memory_desc_t f32_desc(std::initializer_list<dnnl_dim_t> dims, dnnl_format_tag_t tag);
 
 // One primitive, made from an op descriptor (and post-ops) with a
@@ -83,7 +83,9 @@ private:
 // C[M,N] = A[M,K] B[K,N] in fp32, all three row-major.
 std::shared_ptr<Bound> matmul_f32(const float* A, const float* B, float* C, long M, long N, long K);
 
-// An Instance whose run() is the bound primitive, with its path recorded.
-Instance instance_of(std::shared_ptr<Bound> b);
+// An Instance whose run() runs the bound primitives in order, its path their
+// implementations joined by " + "; `keep` (a temporary between them) lives
+// as long as the Instance.
+Instance instance_of(std::vector<std::shared_ptr<Bound>> chain, std::shared_ptr<const void> keep = nullptr);
 
 }  // namespace mw::onednn

@@ -51,13 +51,7 @@ mw::Instance prepare(mw::Problem& p) {
     ln->arg(DNNL_ARG_SCALE, vec_md, p.in("gamma").as<float>());
     ln->arg(DNNL_ARG_SHIFT, vec_md, p.in("beta").as<float>());
 
-    mw::Instance inst;
-    inst.path = add_gelu->implementation() + " + " + ln->implementation();
-    inst.run = [add_gelu, ln, t] {
-        add_gelu->run();
-        ln->run();
-    };
-    return inst;
+    return dnn::instance_of({add_gelu, ln}, t);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ mw::Instance prepare(mw::Problem& p) {
     auto b = std::make_shared<dnn::Bound>(&d);
     b->arg(DNNL_ARG_SRC, md, p.in("x").as<float>());
     b->arg(DNNL_ARG_DST, md, p.out("y").as<float>());
-    return dnn::instance_of(b);
+    return dnn::instance_of({b});
 }
 
 }  // namespace

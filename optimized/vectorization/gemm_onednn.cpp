@@ -18,9 +18,9 @@
 namespace {
 
 mw::Instance prepare(mw::Problem& p) {
-    return mw::onednn::instance_of(mw::onednn::matmul_f32(p.in("A").as<float>(), p.in("B").as<float>(),
-                                                          p.out("C").as<float>(), p.shape["m"], p.shape["n"],
-                                                          p.shape["k"]));
+    return mw::onednn::instance_of({mw::onednn::matmul_f32(p.in("A").as<float>(), p.in("B").as<float>(),
+                                                           p.out("C").as<float>(), p.shape["m"], p.shape["n"],
+                                                           p.shape["k"])});
 }
 
 }  // namespace
