@@ -16,8 +16,9 @@
 // the fallback.
 //
 // Math: exp is a fitted degree-6 polynomial after a 2^n range reduction (max
-// error ~2 ulp on [-87, 88], inputs clamped to that range, so exp(-inf) returns
-// ~1e-38, not 0: callers that mask use a select). GELU is the tanh form,
+// error ~2 ulp on [-87.3, 87.3], inputs clamped to that range, so exp(-inf)
+// returns ~1e-38, not 0: callers that mask use a select; exp(NaN) is NaN on
+// AVX-512, ~1e-38 on AVX2). GELU is the tanh form,
 // evaluated as x * sigmoid(2u) = x / (1 + exp(-2u)) — the same function as
 // 0.5 x (1 + tanh u) without the cancellation of 1 + tanh(u) for x << 0;
 // the division is a reciprocal estimate refined by one Newton step.
@@ -116,47 +117,86 @@ template <class V> MW_SIMD_INLINE V recip(V d) {
     return r * (2.0f - d * r);
 }
 
-// exp(x), ~2 ulp; x clamped to [-87.3, 88] so the result stays a normal,
+// x clamped to [-87.3, 87.3]: one vrangeps on AVX-512 (the smaller magnitude
+// of x and 87.3, with x's sign), a vmaxps and a vminps on AVX2.
+template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) {
+    if constexpr (sizeof(V) == 64) return __builtin_ia32_rangeps512_mask(x, splat<V>(87.3f), 0x2, x, 0xFFFF, 4);
+    else return vmin(vmax(x, splat<V>(-87.3f)), splat<V>(87.3f));
+}
+
+// exp(x), ~2 ulp; x clamped to [-87.3, 87.3] so the result stays a normal,
 // finite float. x = n ln2 + r with n = round(x / ln 2), |r| <= ln2 / 2
 // (Cody-Waite: ln 2 split in two so r is exact to ~1 ulp); exp(r) is a
 // degree-6 polynomial fitted to relative error (1.6 ulp in fp32 Horner).
 // AVX-512 multiplies by 2^n with one vscalefps; AVX2 builds 2^n in the
 // exponent field. 13 vector instructions per 16 floats on AVX-512.
-template <class V> MW_SIMD_INLINE V exp(V x) {
+//
+// exp_n and gelu_n take N independent vectors and advance all of them one
+// step at a time. Each is a chain of ~20 dependent instructions (~80 cycles
+// of latency); written one vector after another, the scheduler holds only
+// a few such chains and the FMA ports wait on latency. Interleaved in
+// program order, N chains are in flight from the start. exp and gelu are
+// the N = 1 case.
+template <int N, class V> MW_SIMD_INLINE void exp_n(V* x) {
     using I = typename Traits<V>::I;
-    x = vmin(vmax(x, splat<V>(-87.3f)), splat<V>(88.0f));
-    // n = round(x / ln 2) by the 1.5*2^23 trick (exact for |n| < 2^22).
-    const V magic = splat<V>(12582912.0f);
-    const V n = (x * 1.44269504088896341f + magic) - magic;
-    V r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    V p = splat<V>(1.383684459142387e-3f);
-    p = p * r + 8.374815806746483e-3f;
-    p = p * r + 4.166822507977486e-2f;
-    p = p * r + 1.666641980409622e-1f;
-    p = p * r + 4.999999105930328e-1f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    if constexpr (sizeof(V) == 64) {
-        return __builtin_ia32_scalefps512_mask(p, n, p, 0xFFFF, 4);
-    } else {
-        const I e = (__builtin_convertvector(n, I) + 127) << 23;
-        V scale;
-        std::memcpy(&scale, &e, sizeof scale);
-        return p * scale;
+    const V magic = splat<V>(12582912.0f);  // n = round(x / ln 2) by the 1.5*2^23 trick (exact for |n| < 2^22)
+    V n[N], r[N], p[N];
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) x[k] = clamp_exp_arg(x[k]);
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) n[k] = (x[k] * 1.44269504088896341f + magic) - magic;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) r[k] = x[k] - n[k] * 0.693359375f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) r[k] = r[k] - n[k] * -2.12194440e-4f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = splat<V>(1.383684459142387e-3f) * r[k] + 8.374815806746483e-3f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = p[k] * r[k] + 4.166822507977486e-2f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = p[k] * r[k] + 1.666641980409622e-1f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = p[k] * r[k] + 4.999999105930328e-1f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = p[k] * r[k] + 1.0f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) p[k] = p[k] * r[k] + 1.0f;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) {
+        if constexpr (sizeof(V) == 64) {
+            x[k] = __builtin_ia32_scalefps512_mask(p[k], n[k], p[k], 0xFFFF, 4);
+        } else {
+            const I e = (__builtin_convertvector(n[k], I) + 127) << 23;
+            V scale;
+            std::memcpy(&scale, &e, sizeof scale);
+            x[k] = p[k] * scale;
+        }
     }
 }
+template <class V> MW_SIMD_INLINE V exp(V x) {
+    exp_n<1>(&x);
+    return x;
+}
 
-// tanh-GELU as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+// tanh-GELU as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), on N
+// independent vectors in place; exp's argument -2u takes one multiply.
+constexpr float kMinus2SqrtTwoOverPi = -1.5957691216057308f;  // -2 sqrt(2/pi)
+template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
+    V e[N];
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) e[k] = (x[k] * x[k] * 0.044715f + 1.0f) * x[k] * kMinus2SqrtTwoOverPi;
+    exp_n<N>(e);
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) x[k] = x[k] * recip(e[k] + 1.0f);
+}
 template <class V> MW_SIMD_INLINE V gelu(V x) {
-    const V u = (x * x * 0.044715f + 1.0f) * x * 0.7978845608028654f;
-    return x * recip(exp(u * -2.0f) + 1.0f);
+    gelu_n<1>(&x);
+    return x;
 }
 
 // Scalar twins for the tails of rows (same formulas, libm exp).
 inline float gelu_scalar(float x) {
-    const float u = (x * x * 0.044715f + 1.0f) * x * 0.7978845608028654f;
-    return x / (std::exp(-2.0f * u) + 1.0f);
+    return x / (std::exp((x * x * 0.044715f + 1.0f) * x * kMinus2SqrtTwoOverPi) + 1.0f);
 }
 
 }  // namespace mw::fusion::simd
