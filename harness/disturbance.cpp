@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -44,18 +45,22 @@ std::string percent(double share) {
 
 }  // namespace
 
-DisturbanceWindow::DisturbanceWindow(bool others_measurable)
-    : cores_(allowed_cores()), others_measurable_(others_measurable), threads_({getpid()}) {
-    threads_before_ = threads_.take();
+CoreLoad::CoreLoad() : cores_(allowed_cores()) { restart(); }
+
+void CoreLoad::restart() {
     ticks_before_ = read_ticks();
     own_cpu_before_ = own_cpu_seconds();
     t0_ = std::chrono::steady_clock::now();
 }
 
+double CoreLoad::elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
 // The busy and steal ticks of this process's cores, from /proc/stat's
 // per-CPU lines: user nice system idle iowait irq softirq steal (guest time
 // is inside user).
-std::map<int, DisturbanceWindow::CpuTicks> DisturbanceWindow::read_ticks() const {
+std::map<int, CoreLoad::CpuTicks> CoreLoad::read_ticks() const {
     std::map<int, CpuTicks> t;
     std::ifstream in("/proc/stat");
     std::string line;
@@ -72,35 +77,48 @@ std::map<int, DisturbanceWindow::CpuTicks> DisturbanceWindow::read_ticks() const
     return t;
 }
 
-Disturbance DisturbanceWindow::close() const {
-    Disturbance d;
-    d.window_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+CoreLoad::Shares CoreLoad::shares(double min_window_s, bool others_measurable) const {
+    Shares s;
+    const double window_s = elapsed_s();
     const double own = own_cpu_seconds() - own_cpu_before_;
     const auto ticks = read_ticks();
+    if (window_s < min_window_s || ticks.empty()) return s;
+    const double hz = double(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
+    // Per CPU, over the CPUs in both reads (one taken offline drops out),
+    // each delta within [0, the window]: a counter that went back (a
+    // migrated guest's steal) or jumped counts as nothing or all.
+    const double most = window_s * hz;
+    double busy = 0, steal = 0;
+    int cpus = 0;
+    for (const auto& [cpu, a] : ticks) {
+        const auto b = ticks_before_.find(cpu);
+        if (b == ticks_before_.end()) continue;
+        busy += std::clamp(double(a.busy - b->second.busy), 0.0, most);
+        steal += std::clamp(double(a.steal - b->second.steal), 0.0, most);
+        ++cpus;
+    }
+    if (cpus == 0) return s;
+    const double core_s = window_s * cpus;
+    s.steal = std::min(1.0, steal / hz / core_s);
+    if (others_measurable) s.others = std::clamp((busy / hz - own) / core_s, 0.0, 1.0);
+    return s;
+}
+
+DisturbanceWindow::DisturbanceWindow(bool others_measurable)
+    : others_measurable_(others_measurable), threads_({getpid()}) {
+    threads_before_ = threads_.take();
+    load_.restart();  // the window starts after the thread scan
+}
+
+Disturbance DisturbanceWindow::close() const {
+    Disturbance d;
+    d.window_s = load_.elapsed_s();
+    const CoreLoad::Shares s = load_.shares(kMinOthersWindowS, others_measurable_);
     const auto after = threads_.take();
     d.measured = true;
-    d.cores = static_cast<int>(cores_.size());
-    const double hz = double(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-    if (d.window_s >= kMinOthersWindowS && !ticks.empty()) {
-        // Per CPU, over the CPUs in both reads (one taken offline drops out),
-        // each delta within [0, the window]: a counter that went back (a
-        // migrated guest's steal) or jumped counts as nothing or all.
-        const double most = d.window_s * hz;
-        double busy = 0, steal = 0;
-        int cpus = 0;
-        for (const auto& [cpu, a] : ticks) {
-            const auto b = ticks_before_.find(cpu);
-            if (b == ticks_before_.end()) continue;
-            busy += std::clamp(double(a.busy - b->second.busy), 0.0, most);
-            steal += std::clamp(double(a.steal - b->second.steal), 0.0, most);
-            ++cpus;
-        }
-        if (cpus > 0) {
-            const double core_s = d.window_s * cpus;
-            d.steal_share = std::min(1.0, steal / hz / core_s);
-            if (others_measurable_) d.others_share = std::clamp((busy / hz - own) / core_s, 0.0, 1.0);
-        }
-    }
+    d.cores = load_.cores();
+    d.others_share = s.others;
+    d.steal_share = s.steal;
     const double ran = RunQueueWait::working_ran(threads_before_, after, d.window_s);
     d.run_queue_share = ran > 0 ? RunQueueWait::working_wait(threads_before_, after, d.window_s) / ran : 0;
     for (const auto& [tid, a] : after) {
@@ -162,6 +180,24 @@ QuietWait merge(const QuietWait& a, const QuietWait& b) {
     q.probes = a.probes + b.probes;
     q.quiet = a.quiet && b.quiet;
     return q;
+}
+
+int FreeCores::threads(int want) {
+    if (load_.elapsed_s() >= kFreeCoresWindowS) {
+        const CoreLoad::Shares s = load_.shares(kFreeCoresWindowS);
+        if (s.others >= 0) {
+            const double busy = (s.others + std::max(0.0, s.steal)) * load_.cores();
+            busy_cores_ = std::max(busy_cores_, busy);
+            // A core counts as taken from 0.6 of one busy: a barrier stall
+            // costs far more than the thread it gives up.
+            free_ = std::max(1, int(std::floor(double(load_.cores()) - busy + 0.4)));
+        }
+        load_.restart();
+    }
+    ++calls_;
+    if (free_ >= want) return want;
+    ++reduced_;
+    return std::max(1, free_);
 }
 
 nlohmann::json QuietWait::to_json() const {

@@ -81,12 +81,24 @@ QuietWait wait_for_quiet(double max_s, const std::function<Disturbance()>& probe
 // Two waits of one variant (its rounds): times and probes added, quiet only if both were.
 QuietWait merge(const QuietWait& a, const QuietWait& b);
 
-// Opened before the timed window, closed after it.
-class DisturbanceWindow {
+// Other processes' and the hypervisor's use of this process's cores since
+// a start: /proc/stat's busy and steal ticks of those cores, less this
+// process's own CPU time. DisturbanceWindow and FreeCores read it.
+class CoreLoad {
 public:
-    // others_measurable: false for an MPI rank.
-    explicit DisturbanceWindow(bool others_measurable = true);
-    Disturbance close() const;
+    CoreLoad();  // starts now, over the cores any thread of this process may run on
+    void restart();
+    int cores() const { return static_cast<int>(cores_.size()); }
+    double elapsed_s() const;
+
+    struct Shares {
+        double others = -1;  // of the cores, over the span; -1: not measured
+        double steal = -1;
+    };
+    // Since the start; measured only over a span of at least min_window_s
+    // (/proc/stat counts in ticks of 10 ms) and, for others, when
+    // others_measurable.
+    Shares shares(double min_window_s, bool others_measurable = true) const;
 
 private:
     struct CpuTicks {
@@ -95,12 +107,49 @@ private:
     std::map<int, CpuTicks> read_ticks() const;  // by CPU, of this process's cores
 
     std::vector<int> cores_;
-    bool others_measurable_;
-    RunQueueWait threads_;
-    RunQueueWait::Snapshot threads_before_;
     std::map<int, CpuTicks> ticks_before_;
     double own_cpu_before_ = 0;
     std::chrono::steady_clock::time_point t0_;
+};
+
+// Opened before the timed window, closed after it.
+class DisturbanceWindow {
+public:
+    // others_measurable: false for an MPI rank.
+    explicit DisturbanceWindow(bool others_measurable = true);
+    Disturbance close() const;
+
+private:
+    bool others_measurable_;
+    RunQueueWait threads_;
+    RunQueueWait::Snapshot threads_before_;
+    CoreLoad load_;
+};
+
+// How many threads a loop of short parallel steps (a decode step: dozens of
+// small parallel regions, a barrier after each) should use now. A thread
+// the scheduler parks behind another process holds every barrier of the
+// step until it runs again, so with one of two cores taken, a 2-thread step
+// can take several times as long as a 1-thread one. threads(want) is want
+// less the cores other processes kept busy (and the hypervisor took) over
+// the last window of kFreeCoresWindowS (a core counts from 0.6 of it busy),
+// and at least 1; a call
+// within a window costs one clock read. The counts say how often it gave
+// fewer threads than asked, for a summary to name the cause.
+inline constexpr double kFreeCoresWindowS = 0.1;
+
+class FreeCores {
+public:
+    int threads(int want);
+    long calls() const { return calls_; }
+    long reduced() const { return reduced_; }  // calls that gave fewer than asked
+    double busy_cores() const { return busy_cores_; }  // others + steal, the busiest window so far
+
+private:
+    CoreLoad load_;
+    int free_ = 1 << 30;  // none taken until a window says otherwise
+    double busy_cores_ = 0;
+    long calls_ = 0, reduced_ = 0;
 };
 
 }  // namespace mw

@@ -26,6 +26,7 @@
 
 #include "harness/check.hpp"
 #include "harness/command.hpp"
+#include "harness/disturbance.hpp"
 #include "harness/inputs.hpp"
 #include "harness/results.hpp"
 #include "harness/strings.hpp"
@@ -108,6 +109,24 @@ struct Decoded {
     std::string summary;
 };
 
+// A line under the text when steps ran on fewer threads than asked (the
+// decoders' FreeCores): the machine was busy, and the times show it.
+void note_busy_steps(Decoded& d, std::initializer_list<const model::cpu::Decoder*> decoders) {
+    long reduced = 0, steps = 0;
+    double busy = 0;
+    for (const auto* dec : decoders)
+        if (dec) {
+            reduced += dec->free_cores().reduced(), steps += dec->free_cores().calls();
+            busy = std::max(busy, dec->free_cores().busy_cores());
+        }
+    d.record["steps_on_fewer_threads"] = reduced;
+    d.record["steps"] = steps;
+    if (reduced > 0)
+        d.summary += fmt("note: the machine was busy: %ld of %ld steps ran on fewer than %d threads (other processes "
+                         "kept up to %.1f of its cores busy; more threads would wait for them at every barrier)\n",
+                         reduced, steps, omp_get_max_threads(), busy);
+}
+
 // The target alone, one token a step through its KV cache.
 Decoded decode_plain(const GenerateOptions& o, const model::ModelFile& m, const std::vector<int>& prompt) {
     const auto& c = m.config;
@@ -141,6 +160,7 @@ Decoded decode_plain(const GenerateOptions& o, const model::ModelFile& m, const 
                     ttft * 1e3, percentile(itl, 0.5, NAN) * 1e3, percentile(itl, 0.99, NAN) * 1e3, tps);
     d.record = {{"ttft_ms", ttft * 1e3}, {"itl_p50_ms", percentile(itl, 0.5, NAN) * 1e3},
                 {"itl_p99_ms", percentile(itl, 0.99, NAN) * 1e3}, {"tokens_per_s", tps}};
+    note_busy_steps(d, {&dec});
     return d;
 }
 
@@ -182,6 +202,7 @@ Decoded decode_speculative(const GenerateOptions& o, const model::ModelFile& m, 
                                  {"target_passes", k.target_passes}, {"tokens_per_target_pass", per_pass},
                                  {"draft_ms", k.draft_s * 1e3}, {"verify_ms", k.verify_s * 1e3}}},
                 {"prefill_ms", k.prefill_s * 1e3}, {"tokens_per_s", tps}};
+    note_busy_steps(d, {&spec.target(), spec.draft()});
     return d;
 }
 

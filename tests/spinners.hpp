@@ -14,15 +14,16 @@
 namespace mw::test {
 
 // A process spinning on each CPU this test may use, while it lives: every
-// core the grader (or a timed run) can choose is busy. Each in a session of its own: where
+// core the grader (or a timed run) can choose is busy; or on the first
+// `at_most` of them (one: a neighbour that takes one core). Each in a session of its own: where
 // autogroups are on, a group whose whole weight is on its core (spinners
 // sharing the test's group would split its weight between the cores).
 class SpinnerOnEveryCore {
 public:
-    SpinnerOnEveryCore() {
+    explicit SpinnerOnEveryCore(std::size_t at_most = CPU_SETSIZE) {
         cpu_set_t own;
         if (sched_getaffinity(0, sizeof own, &own) != 0) return;
-        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        for (int cpu = 0; cpu < CPU_SETSIZE && pids_.size() < at_most; ++cpu) {
             if (!CPU_ISSET(cpu, &own)) continue;
             const pid_t p = fork();
             if (p < 0) continue;

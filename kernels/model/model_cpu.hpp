@@ -23,6 +23,10 @@
 #include "kernels/precision/quant.hpp"
 #include "kernels/model/config.hpp"
 
+namespace mw {
+class FreeCores;  // harness/disturbance.hpp
+}
+
 namespace mw::model::cpu {
 
 class TrainStep {
@@ -65,6 +69,10 @@ private:
 // of one prompt) share that pass. The tied head is the embedding itself,
 // already [vocab][d_model] rows. Attention over the cache is the store's:
 // one kv head's group of query heads per task, tasks over the threads.
+// A step runs on the threads other processes leave free (FreeCores: of the
+// count OpenMP would use, less the cores others kept busy over the last
+// 0.1 s): a step is ~70 small parallel regions, and a thread parked behind
+// a neighbour would hold every one of their barriers.
 class Decoder {
 public:
     // One sequence (id 0) in a contiguous fp32 cache of c.max_seq positions.
@@ -93,6 +101,9 @@ public:
     kv_cache::KvStore& store() { return *store_; }
     // Bytes of weights one step streams (the GEMV's stored bytes).
     double weight_bytes() const;
+    // How many steps ran on fewer threads than asked, and why (a summary's
+    // note that the machine was busy).
+    const FreeCores& free_cores() const { return *free_cores_; }
 
     // A weight matrix in the fastest layout its format has: repacked panels
     // (rung 6) for f32, bf16, int8_channel and int4; f16 keeps rung 2's rows.
@@ -121,6 +132,7 @@ private:
     RopeTable rope_;
     int len_ = 0, rows_ = 0;
     std::vector<float> x_, xn_, qkv_, o_, h13_, h_, tmp_, logits_, rstd_;
+    std::unique_ptr<FreeCores> free_cores_;
 };
 
 // AdamW (decoupled weight decay) over the flat parameter vector; matrices

@@ -66,6 +66,9 @@ public:
     double target_weight_bytes() const;
     double draft_weight_bytes() const;
     bool has_draft() const { return bool(draft_); }
+    // The decoders, for what their steps record (Decoder::free_cores); the draft may be null.
+    const model::cpu::Decoder& target() const { return *target_; }
+    const model::cpu::Decoder* draft() const { return draft_.get(); }
 
 private:
     int B_, max_len_;

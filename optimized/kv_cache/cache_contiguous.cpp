@@ -14,6 +14,7 @@
 // attention grows as ctx^2); this rung's weights cost the same at every ctx.
 #include <algorithm>
 
+#include "harness/disturbance.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "reference/kv_cache/generate.hpp"
 
@@ -54,9 +55,12 @@ Instance prepare_decode_step(Problem& p, const StoreMaker& make) {
         const float* z = dec->step(int(B), step_seq->data(), step_pos->data(), step_tok->data());
         std::copy_n(z, B * V, out);
     };
-    inst.counters = [store] {
+    inst.counters = [store, dec] {
+        // Steps (prefill chunks included) that ran on fewer threads than
+        // asked: other processes held cores (model_cpu.hpp's Decoder).
         return std::map<std::string, double>{{"kv_cache_bytes", store->reserved_bytes()},
-                                             {"kv_used_bytes", store->used_bytes()}};
+                                             {"kv_used_bytes", store->used_bytes()},
+                                             {"steps_on_fewer_threads", double(dec->free_cores().reduced())}};
     };
     return inst;
 }
@@ -98,7 +102,11 @@ Instance prepare_generate(Problem& p, const StoreMaker& make) {
         }
         times->kv_bytes = store->reserved_bytes();
     };
-    inst.counters = [times] { return times->counters(); };
+    inst.counters = [times, dec] {
+        auto c = times->counters();
+        c["steps_on_fewer_threads"] = double(dec->free_cores().reduced());  // as decode_step's
+        return c;
+    };
     return inst;
 }
 

@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "harness/check.hpp"
+#include "harness/disturbance.hpp"
 #include "harness/inputs.hpp"
 #include "harness/timing.hpp"
 #include "reference/kv_cache/generate.hpp"
@@ -294,7 +295,11 @@ Instance serve_instance(Problem& p, std::shared_ptr<KvStore> store, ServePolicy 
         for (std::size_t r = 0; r < result->tokens.size(); ++r)
             std::copy(result->tokens[r].begin(), result->tokens[r].end(), out + r * steps);
     };
-    inst.counters = [result] { return result->counters; };
+    inst.counters = [result, dec] {
+        auto c = result->counters;
+        c["steps_on_fewer_threads"] = double(dec->free_cores().reduced());  // as decode_step's
+        return c;
+    };
     inst.series = [result] { return result->series; };
     return inst;
 }
