@@ -1,5 +1,6 @@
 #include "harness/disturbance.hpp"
 
+#include <omp.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,6 +200,11 @@ int FreeCores::threads(int want) {
     ++reduced_;
     return std::max(1, free_);
 }
+
+FreeThreadsScope::FreeThreadsScope(FreeCores& free) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(free.threads(saved_));
+}
+FreeThreadsScope::~FreeThreadsScope() { omp_set_num_threads(saved_); }
 
 nlohmann::json QuietWait::to_json() const {
     nlohmann::json j = {{"asked_s", asked_s}, {"waited_s", waited_s}, {"probes", probes}, {"quiet", quiet}};

@@ -152,4 +152,18 @@ private:
     long calls_ = 0, reduced_ = 0;
 };
 
+// OpenMP's thread count for the parallel regions of one scope (a step):
+// what `free` gives out of the count OpenMP would use, the caller's count
+// restored after.
+class FreeThreadsScope {
+public:
+    explicit FreeThreadsScope(FreeCores& free);
+    ~FreeThreadsScope();
+    FreeThreadsScope(const FreeThreadsScope&) = delete;
+    FreeThreadsScope& operator=(const FreeThreadsScope&) = delete;
+
+private:
+    int saved_;
+};
+
 }  // namespace mw

@@ -4,8 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <omp.h>
-
 #include "harness/disturbance.hpp"
 #include "kernels/model/model_cpu.hpp"
 #include "kernels/precision/gemv.hpp"
@@ -13,18 +11,6 @@
 namespace mw::model::cpu {
 
 namespace {
-
-// OpenMP's thread count for the regions of one scope, the caller's restored after.
-class ScopedThreads {
-public:
-    explicit ScopedThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-    ~ScopedThreads() { omp_set_num_threads(saved_); }
-    ScopedThreads(const ScopedThreads&) = delete;
-    ScopedThreads& operator=(const ScopedThreads&) = delete;
-
-private:
-    int saved_;
-};
 
 // Rows [d_out][d_in] of the stacked matrices W_a | W_b | ... (each [d_in, d_out_i]).
 std::vector<float> stack_rows(int d_in, std::initializer_list<std::pair<const float*, int>> parts, int* n_out) {
@@ -156,7 +142,7 @@ const float* Decoder::step(int n, const int* seq, const int* pos, const int* tok
                                     std::to_string(pos[i]));
     }
     resize(n);
-    const ScopedThreads threads(free_cores_->threads(omp_get_max_threads()));
+    const FreeThreadsScope threads(*free_cores_);  // the cores others leave free
     const int d = c_.d_model, hd = c_.head_dim(), H = c_.heads, qd = c_.q_dim(), kvd = c_.kv_dim(), f = c_.d_ff;
     const int G = H / c_.kv_heads, ld = qd + 2 * kvd, KVH = c_.kv_heads;
     const float scale = 1.0f / std::sqrt(float(hd));
