@@ -70,7 +70,20 @@ template <class V> MW_SIMD_INLINE void stream(float* p, V v) {
     if constexpr (sizeof(V) == 64) __builtin_ia32_movntps512(p, v);
     else __builtin_ia32_movntps256(p, v);
 }
-template <class V> MW_SIMD_INLINE V splat(float x) { return V{} + x; }
+// x in every lane, broadcast as its bits: 0 + b is b for every integer, so
+// GCC keeps only the broadcast, straight from memory where x is there (one
+// load uop). V{} + x, the obvious spelling, is not x for x = -0: GCC keeps a
+// scalar add and a register broadcast on port 5, which in a micro-kernel's
+// inner loop sits beside the FMAs ({x, x, ...} is built lane by lane).
+template <class V> MW_SIMD_INLINE V splat(float x) {
+    using I = typename Traits<V>::I;
+    int bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    const I lanes = I{} + bits;
+    V v;
+    std::memcpy(&v, &lanes, sizeof v);
+    return v;
+}
 // One vmaxps/vminps (a select `a > b ? a : b` costs a compare and a blend).
 // Like the instructions, they return b when either operand is NaN.
 template <class V> MW_SIMD_INLINE V vmax(V a, V b) {

@@ -71,6 +71,16 @@ MW_SIMD_INLINE void tile_gemm(long rows, long ncols, long K, const float* A, lon
         long i = 0;
         for (; i + MR <= rows; i += MR)
             micro<V, MR, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
+        // The rows left (4 of a 64-row tile at MR = 6) by the widest kernel
+        // that fits: one row at a time would load NV vectors of B for NV FMAs.
+        if (i + 4 <= rows) {
+            micro<V, 4, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
+            i += 4;
+        }
+        if (i + 2 <= rows) {
+            micro<V, 2, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
+            i += 2;
+        }
         for (; i < rows; ++i) micro<V, 1, NV>(K, A + i * ars, ars, acs, B + c0, ldb, C + i * ldc + c0, ldc, accumulate);
     }
 }
