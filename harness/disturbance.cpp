@@ -189,16 +189,19 @@ int FreeCores::threads(int want) {
         if (s.others >= 0) {
             const double busy = (s.others + std::max(0.0, s.steal)) * load_.cores();
             busy_cores_ = std::max(busy_cores_, busy);
-            // A core counts as taken from 0.6 of one busy: a barrier stall
-            // costs far more than the thread it gives up.
-            free_ = std::max(1, int(std::floor(double(load_.cores()) - busy + 0.4)));
+            // A core counts as taken once 0.4 of one is busy: a barrier
+            // stall costs far more than the thread given up.
+            taken_ = std::max(0, int(std::floor(busy + 0.6)));
         }
         load_.restart();
     }
     ++calls_;
-    if (free_ >= want) return want;
+    // Asking for more threads than the cores is the caller's choice: only
+    // the cores others took come off, and only from what they left.
+    const int threads = std::min(want, std::max(1, load_.cores() - taken_));
+    if (taken_ == 0 || threads >= want) return want;
     ++reduced_;
-    return std::max(1, free_);
+    return threads;
 }
 
 FreeThreadsScope::FreeThreadsScope(FreeCores& free) : saved_(omp_get_max_threads()) {

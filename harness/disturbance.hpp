@@ -130,10 +130,10 @@ private:
 // small parallel regions, a barrier after each) should use now. A thread
 // the scheduler parks behind another process holds every barrier of the
 // step until it runs again, so with one of two cores taken, a 2-thread step
-// can take several times as long as a 1-thread one. threads(want) is want
-// less the cores other processes kept busy (and the hypervisor took) over
-// the last window of kFreeCoresWindowS (a core counts from 0.6 of it busy),
-// and at least 1; a call
+// can take several times as long as a 1-thread one. threads(want) is want,
+// or, when other processes kept cores busy (and the hypervisor took them)
+// over the last window of kFreeCoresWindowS, at most the cores they left
+// (a core counts as taken from 0.4 of it busy), and at least 1; a call
 // within a window costs one clock read. The counts say how often it gave
 // fewer threads than asked, for a summary to name the cause.
 inline constexpr double kFreeCoresWindowS = 0.1;
@@ -147,7 +147,7 @@ public:
 
 private:
     CoreLoad load_;
-    int free_ = 1 << 30;  // none taken until a window says otherwise
+    int taken_ = 0;  // cores others took in the last window; none until one says so
     double busy_cores_ = 0;
     long calls_ = 0, reduced_ = 0;
 };

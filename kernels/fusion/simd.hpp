@@ -17,8 +17,7 @@
 //
 // Math: exp is a fitted degree-6 polynomial after a 2^n range reduction (max
 // error ~2 ulp on [-87.3, 87.3], inputs clamped to that range, so exp(-inf)
-// returns ~1e-38, not 0: callers that mask use a select; exp(NaN) is NaN on
-// AVX-512, ~1e-38 on AVX2). GELU is the tanh form,
+// returns ~1e-38, not 0: callers that mask use a select; exp(NaN) is NaN). GELU is the tanh form,
 // evaluated as x * sigmoid(2u) = x / (1 + exp(-2u)) — the same function as
 // 0.5 x (1 + tanh u) without the cancellation of 1 + tanh(u) for x << 0;
 // the division is a reciprocal estimate refined by one Newton step.
@@ -130,19 +129,18 @@ template <class V> MW_SIMD_INLINE V recip(V d) {
     return r * (2.0f - d * r);
 }
 
-// x clamped to [-87.3, 87.3]: one vrangeps on AVX-512 (the smaller magnitude
-// of x and 87.3, with x's sign), a vmaxps and a vminps on AVX2.
-template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) {
-    if constexpr (sizeof(V) == 64) return __builtin_ia32_rangeps512_mask(x, splat<V>(87.3f), 0x2, x, 0xFFFF, 4);
-    else return vmin(vmax(x, splat<V>(-87.3f)), splat<V>(87.3f));
-}
+// x clamped to [-87.3, 87.3], NaN kept: a vmaxps and a vminps with x
+// second (they return their second operand when one is NaN). One vrangeps
+// (the smaller magnitude of x and 87.3, with x's sign) would save an
+// instruction, but turns NaN into 87.3, and exp(NaN) into 8e37.
+template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) { return vmin(splat<V>(87.3f), vmax(splat<V>(-87.3f), x)); }
 
 // exp(x), ~2 ulp; x clamped to [-87.3, 87.3] so the result stays a normal,
 // finite float. x = n ln2 + r with n = round(x / ln 2), |r| <= ln2 / 2
 // (Cody-Waite: ln 2 split in two so r is exact to ~1 ulp); exp(r) is a
 // degree-6 polynomial fitted to relative error (1.6 ulp in fp32 Horner).
 // AVX-512 multiplies by 2^n with one vscalefps; AVX2 builds 2^n in the
-// exponent field. 13 vector instructions per 16 floats on AVX-512.
+// exponent field. 12 vector instructions per 16 floats on AVX-512.
 //
 // exp_n and gelu_n take N independent vectors and advance all of them one
 // step at a time. Each is a chain of ~20 dependent instructions (~80 cycles

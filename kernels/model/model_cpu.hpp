@@ -70,9 +70,9 @@ private:
 // already [vocab][d_model] rows. Attention over the cache is the store's:
 // one kv head's group of query heads per task, tasks over the threads.
 // A step runs on the threads other processes leave free (FreeCores: of the
-// count OpenMP would use, less the cores others kept busy over the last
-// 0.1 s): a step is ~70 small parallel regions, and a thread parked behind
-// a neighbour would hold every one of their barriers.
+// count OpenMP would use, at most the cores others left over the last
+// 0.1 s): a step is a parallel region per weight matrix (~17 for the trained
+// model), and a thread parked behind a neighbour would hold every barrier.
 class Decoder {
 public:
     // One sequence (id 0) in a contiguous fp32 cache of c.max_seq positions.

@@ -1,8 +1,9 @@
 // A decode step on a busy machine: with one core taken by another process,
 // a 2-thread step loses about that core's share, never an order of
 // magnitude (model_cpu.hpp's Decoder runs a step on the threads FreeCores
-// says are free; without that, each of a step's ~70 parallel regions waits
-// at its barrier for the thread the scheduler parked behind the neighbour).
+// says are free; without that, each of a step's parallel regions, one per
+// weight matrix, waits at its barrier for the thread the scheduler parked
+// behind the neighbour).
 // Timed, so RUN_SERIAL (tests/kv_cache/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -81,12 +82,28 @@ TEST(BusyDecode, FreeCoresComesDownBesideANeighbourAndBackWhenItGoes) {
     after_a_window();  // a window that started before the neighbour
     {
         mw::test::SpinnerOnEveryCore neighbour(1);
-        after_a_window();  // the window with the neighbour in all of it
-        EXPECT_EQ(after_a_window(), 1) << "busy cores seen: " << free.busy_cores();
+        after_a_window();  // the neighbour in part of the window
+        EXPECT_EQ(after_a_window(), 1) << "the neighbour in all of it; busy cores seen: " << free.busy_cores();
     }
-    after_a_window();
-    EXPECT_EQ(after_a_window(), 2) << "the neighbour has gone";
     EXPECT_GT(free.reduced(), 0);
+    // Back to 2 once a window is quiet: polled for 2 s, since a shared host's
+    // own noise (or the hypervisor's steal) can take part of one window.
+    int threads = 1;
+    for (int i = 0; i < 13 && threads != 2; ++i) threads = after_a_window();
+    EXPECT_EQ(threads, 2) << "the neighbour has gone";
+}
+
+// Asking for more threads than the cores is no sign of a busy machine.
+TEST(BusyDecode, FreeCoresLeavesMoreThreadsThanCoresAsAsked) {
+    mw::FreeCores free;
+    std::this_thread::sleep_for(std::chrono::duration<double>(mw::kFreeCoresWindowS * 1.5));
+    const int many = 4 * cpus_allowed() + 1;
+    int threads = 0;
+    for (int i = 0; i < 13 && threads != many; ++i) {  // a quiet window within 2 s
+        threads = free.threads(many);
+        if (threads != many) std::this_thread::sleep_for(std::chrono::duration<double>(mw::kFreeCoresWindowS * 1.5));
+    }
+    EXPECT_EQ(threads, many);
 }
 
 }  // namespace
