@@ -105,11 +105,10 @@ CoreLoad::Shares CoreLoad::shares(double min_window_s, bool others_measurable) c
     return s;
 }
 
+// load_ is made after the thread scan (members in declaration order): the
+// window starts when the scan is done.
 DisturbanceWindow::DisturbanceWindow(bool others_measurable)
-    : others_measurable_(others_measurable), threads_({getpid()}) {
-    threads_before_ = threads_.take();
-    load_.restart();  // the window starts after the thread scan
-}
+    : others_measurable_(others_measurable), threads_({getpid()}), threads_before_(threads_.take()) {}
 
 Disturbance DisturbanceWindow::close() const {
     Disturbance d;

@@ -143,6 +143,10 @@ public:
     int threads(int want);
     long calls() const { return calls_; }
     long reduced() const { return reduced_; }  // calls that gave fewer than asked
+    // reduced() as a variant's counter, steps_on_fewer_threads (docs/results.md).
+    void add_counter(std::map<std::string, double>& counters) const {
+        counters["steps_on_fewer_threads"] = double(reduced_);
+    }
     double busy_cores() const { return busy_cores_; }  // others + steal, the busiest window so far
 
 private:

@@ -140,7 +140,7 @@ template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) { return vmin(splat<V>(87
 // (Cody-Waite: ln 2 split in two so r is exact to ~1 ulp); exp(r) is a
 // degree-6 polynomial fitted to relative error (1.6 ulp in fp32 Horner).
 // AVX-512 multiplies by 2^n with one vscalefps; AVX2 builds 2^n in the
-// exponent field. 12 vector instructions per 16 floats on AVX-512.
+// exponent field. 13 vector instructions per 16 floats on AVX-512.
 //
 // exp_n and gelu_n take N independent vectors and advance all of them one
 // step at a time. Each is a chain of ~20 dependent instructions (~80 cycles

@@ -56,11 +56,10 @@ Instance prepare_decode_step(Problem& p, const StoreMaker& make) {
         std::copy_n(z, B * V, out);
     };
     inst.counters = [store, dec] {
-        // Steps (prefill chunks included) that ran on fewer threads than
-        // asked: other processes held cores (model_cpu.hpp's Decoder).
-        return std::map<std::string, double>{{"kv_cache_bytes", store->reserved_bytes()},
-                                             {"kv_used_bytes", store->used_bytes()},
-                                             {"steps_on_fewer_threads", double(dec->free_cores().reduced())}};
+        std::map<std::string, double> c{{"kv_cache_bytes", store->reserved_bytes()},
+                                        {"kv_used_bytes", store->used_bytes()}};
+        dec->free_cores().add_counter(c);  // steps, the prefill's included, on fewer threads than asked
+        return c;
     };
     return inst;
 }
@@ -104,7 +103,7 @@ Instance prepare_generate(Problem& p, const StoreMaker& make) {
     };
     inst.counters = [times, dec] {
         auto c = times->counters();
-        c["steps_on_fewer_threads"] = double(dec->free_cores().reduced());  // as decode_step's
+        dec->free_cores().add_counter(c);
         return c;
     };
     return inst;

@@ -297,7 +297,7 @@ Instance serve_instance(Problem& p, std::shared_ptr<KvStore> store, ServePolicy 
     };
     inst.counters = [result, dec] {
         auto c = result->counters;
-        c["steps_on_fewer_threads"] = double(dec->free_cores().reduced());  // as decode_step's
+        dec->free_cores().add_counter(c);
         return c;
     };
     inst.series = [result] { return result->series; };
