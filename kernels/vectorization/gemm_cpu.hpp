@@ -93,6 +93,14 @@ inline float* packed_b_slice(float* Bp, int pc, int nc, int nr) { return Bp + pa
 // one cache line.
 std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n);
 
+// The calling thread's packing buffers for A and for B, 64-byte aligned and
+// grow-only (kernels/vectorization/gemm_ex.cpp): a GEMM that packs into a
+// fresh multi-MiB allocation on every call pays that memory's page faults
+// every time (4 MiB of packed B at n = 1024, ~10% of the call on 2 cores).
+// Valid until the same thread asks for a larger one.
+float* thread_scratch_a(long floats);
+float* thread_scratch_b(long floats);
+
 // C[0:mc, 0:nc] (+)= packed A block * packed B block, tile by tile; edge tiles
 // go through a scratch tile so the micro-kernel only ever sees full tiles.
 void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,

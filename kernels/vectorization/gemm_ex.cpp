@@ -70,7 +70,7 @@ void pack_b_view(View B, int p0, int j0, int kc, int nc, int nr, float* Bp) {
 
 namespace {
 
-float* scratch(std::vector<float>& buf, long floats) {
+float* grow(std::vector<float>& buf, long floats) {
     // +16: room to align the start to 64 bytes.
     if (long(buf.size()) < floats + 16) buf.resize(std::size_t(floats + 16));
     auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
@@ -80,6 +80,10 @@ float* scratch(std::vector<float>& buf, long floats) {
 thread_local std::vector<float> tl_a, tl_b;
 
 }  // namespace
+
+float* thread_scratch_a(long floats) { return grow(tl_a, floats); }
+float* thread_scratch_b(long floats) { return grow(tl_b, floats); }
+
 }  // namespace mw::gemm::cpu
 
 namespace mw::gemm {
@@ -92,8 +96,8 @@ void gemm_ex_serial(View A, View B, float* C, long ldc, int M, int N, int K, boo
         return;
     }
     const int ncb = std::min(k.nc, N);
-    float* Ap = cpu::scratch(cpu::tl_a, cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
-    float* Bp = cpu::scratch(cpu::tl_b, cpu::packed_b_floats(K, ncb, k.nr));
+    float* Ap = cpu::thread_scratch_a(cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
+    float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, ncb, k.nr));
     for (int jc = 0; jc < N; jc += k.nc) {
         const int nc = std::min(k.nc, N - jc);
         for (int pc = 0; pc < K; pc += k.kc)
@@ -117,7 +121,7 @@ void gemm_ex(View A, View B, float* C, long ldc, int M, int N, int K, bool accum
     if (threads == 1 || double(M) * N * K < 2e5 || K <= 0 || omp_in_parallel())
         return gemm_ex_serial(A, B, C, ldc, M, N, K, accumulate);
     const int ncb = std::min(k.nc, N);
-    float* Bp = cpu::scratch(cpu::tl_b, cpu::packed_b_floats(K, ncb, k.nr));
+    float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, ncb, k.nr));
     const long a_floats = cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr);
     for (int jc = 0; jc < N; jc += k.nc) {
         const int nc = std::min(k.nc, N - jc);
@@ -134,7 +138,7 @@ void gemm_ex(View A, View B, float* C, long ldc, int M, int N, int K, bool accum
                     cpu::pack_b_view(B, pc, jc + j, kc, std::min(k.nr, nc - j), k.nr,
                                      cpu::packed_b_slice(Bp, pc, nc, k.nr) + long(j) * kc);
                 }
-            float* Ap = cpu::scratch(cpu::tl_a, a_floats);
+            float* Ap = cpu::thread_scratch_a(a_floats);
 #pragma omp for collapse(2) schedule(dynamic, 1)
             for (int ic = 0; ic < M; ic += k.mc)
                 for (int j0 = 0; j0 < nc; j0 += tile_cols) {

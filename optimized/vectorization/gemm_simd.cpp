@@ -107,13 +107,33 @@ constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratc
 const Kernel& select_kernel() { return isa::pick() == isa::Isa::avx512 ? kAvx512 : kAvx2; }
 
 void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap) {
-    for (int i0 = 0; i0 < mc; i0 += mr) {
+    for (int i0 = 0; i0 < mc; i0 += mr, Ap += long(mr) * kc) {
         const int rows = std::min(mr, mc - i0);
-        for (int p = 0; p < kc; ++p) {
-            for (int i = 0; i < rows; ++i) Ap[i] = A[long(i0 + i) * lda + p];
-            for (int i = rows; i < mr; ++i) Ap[i] = 0.0f;
-            Ap += mr;
+        int i = 0;
+        // Four rows at a time: a 4 x 4 block is read as four row vectors,
+        // transposed in registers and stored as four 4-float runs of the
+        // panel (column p's values for these rows are adjacent there).
+        for (; i + 4 <= rows; i += 4) {
+            const float* r = A + long(i0 + i) * lda;
+            int p = 0;
+            for (; p + 4 <= kc; p += 4) {
+                __m128 r0 = _mm_loadu_ps(r + p), r1 = _mm_loadu_ps(r + lda + p);
+                __m128 r2 = _mm_loadu_ps(r + 2L * lda + p), r3 = _mm_loadu_ps(r + 3L * lda + p);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(Ap + long(p) * mr + i, r0);
+                _mm_storeu_ps(Ap + long(p + 1) * mr + i, r1);
+                _mm_storeu_ps(Ap + long(p + 2) * mr + i, r2);
+                _mm_storeu_ps(Ap + long(p + 3) * mr + i, r3);
+            }
+            for (; p < kc; ++p)
+                for (int q = 0; q < 4; ++q) Ap[long(p) * mr + i + q] = r[long(q) * lda + p];
         }
+        for (; i < rows; ++i) {
+            const float* row = A + long(i0 + i) * lda;
+            for (int p = 0; p < kc; ++p) Ap[long(p) * mr + i] = row[p];
+        }
+        for (int p = 0; p < kc && rows < mr; ++p)
+            for (int q = rows; q < mr; ++q) Ap[long(p) * mr + q] = 0.0f;
     }
 }
 
@@ -171,21 +191,21 @@ namespace mw::gemm {
 
 void gemm_simd(const float* A, const float* B, float* C, int M, int N, int K) {
     const cpu::Kernel& k = cpu::select_kernel();
-    auto Ap = cpu::alloc_floats(cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
-    auto Bp = cpu::alloc_floats(cpu::packed_b_floats(K, std::min(k.nc, N), k.nr));
+    float* Ap = cpu::thread_scratch_a(cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr));
+    float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, std::min(k.nc, N), k.nr));
     for (int jc = 0; jc < N; jc += k.nc) {
         const int nc = std::min(k.nc, N - jc);
         // All of K for these NC columns, packed once as KC-deep slices.
         for (int pc = 0; pc < K; pc += k.kc)
             cpu::pack_b(B + long(pc) * N + jc, N, std::min(k.kc, K - pc), nc, k.nr,
-                        cpu::packed_b_slice(Bp.get(), pc, nc, k.nr));
+                        cpu::packed_b_slice(Bp, pc, nc, k.nr));
         for (int ic = 0; ic < M; ic += k.mc) {
             const int mc = std::min(k.mc, M - ic);
             // pc inside ic: the MC x NC strip of C stays in L2 across slices.
             for (int pc = 0; pc < K; pc += k.kc) {
                 const int kc = std::min(k.kc, K - pc);
-                cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap.get());
-                cpu::macro_kernel(k, mc, nc, kc, Ap.get(), cpu::packed_b_slice(Bp.get(), pc, nc, k.nr),
+                cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap);
+                cpu::macro_kernel(k, mc, nc, kc, Ap, cpu::packed_b_slice(Bp, pc, nc, k.nr),
                                   C + long(ic) * N + jc, N, pc > 0);
             }
         }
