@@ -4,12 +4,13 @@
 // and backward passes (model/, optimized/model/). Same pack
 // layout, same micro-kernel and same cache blocks (select_kernel()); only
 // the packing reads through a strided view, and the threaded version deals
-// out 2-D tiles of C instead of MC-row strips.
+// out 2-D tiles of C instead of row blocks.
 //
 // Why 2-D tiles: the backward pass's weight gradients are dW = X^T dY with
-// M = d_in (256..704 rows) and K = tokens (thousands), so rung 4's split over
-// MC = 96-row strips gives 3-8 strips for 2 threads, and the last strip
-// leaves a core idle for up to a third of the call. Cutting the columns too
+// M = d_in (256..704 rows) and K = tokens (thousands), so rung 4's split of
+// the rows alone gives 4-8 blocks for 2 threads, each an eighth to a quarter
+// of the call: a core slowed by another process for a moment holds the
+// other at the last barrier for up to that long. Cutting the columns too
 // (in whole NR panels) gives at least 4 tiles per thread; the A block is
 // then packed once per column tile, a copy of M*K floats per tile against
 // 2*M*N*K FLOPs (under 1% at N >= 256).

@@ -12,7 +12,8 @@
 //     accumulators), reading K rows straight from the input.
 //   - St's columns are queries, so the softmax statistics are vectors over
 //     16 queries at a time: no horizontal reductions. A row of St is four
-//     such vectors, exponentiated together (four independent chains).
+//     such vectors (eight of 8 on AVX2, taken four at a time),
+//     exponentiated together: four independent chains.
 //   - O_acc = alpha O_acc + P V by the same micro-kernel with P read
 //     column-wise from St; the correction alpha is applied as the
 //     accumulators are loaded, not in a pass of its own.
@@ -22,9 +23,11 @@
 //     the next tile's K and V are prefetched into L2, one line per step of
 //     the micro-kernel. Measured at s = 16384 on one core (h = 1): 125-128
 //     GFLOP/s without it and the other changes above, 148-153 with them.
-// Working set per thread: Qt, St (16 KiB), O_acc (32 KiB) and the K/V tiles
-// streamed through (32 KiB each) — L2-resident; peak extra memory is that,
-// per thread (~100 KiB), instead of 2 s^2 floats (128 MiB at s = 4096).
+// Working set per thread: Qt, St (16 KiB), O_acc (32 KiB), the K/V tiles
+// streamed through (32 KiB each) and the next two being prefetched (64 KiB)
+// — L2-resident; peak extra memory is Qt, St, O_acc and a padded V tile
+// (when d is not a multiple of 64), per thread (~100 KiB at d = 128),
+// instead of 2 s^2 floats (128 MiB at s = 4096).
 // Bytes: Q and O once; K and V once per query block (s/64 times per head,
 // from L2/L3 as much as from DRAM), no s^2 term. FLOPs as rung 0; with the
 // causal mask the tiles above the diagonal are skipped, so half the work.
@@ -164,10 +167,9 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
         // the hardware prefetchers do not run far enough ahead of six rows
         // read a float at a time.
         const long next = std::max(0L, std::min(kBc, kv_end - k0 - kBc));
-        const auto* k_next = reinterpret_cast<const char*>(k + (k0 + kBc) * D);
-        const auto* v_next = reinterpret_cast<const char*>(v + (k0 + kBc) * D);
-        tile_gemm<V, MR, NV>(cols, kBr, D, k + k0 * D, D, 1, Qt, kBr, St, nullptr, next ? k_next : nullptr,
-                             next * D * 4);
+        const char* k_next = next ? reinterpret_cast<const char*>(k + (k0 + kBc) * D) : nullptr;
+        const char* v_next = next ? reinterpret_cast<const char*>(v + (k0 + kBc) * D) : nullptr;
+        tile_gemm<V, MR, NV>(cols, kBr, D, k + k0 * D, D, 1, Qt, kBr, St, nullptr, k_next, next * D * 4);
         for (long j = cols; j < kBc; ++j) std::fill(St + j * kBr, St + (j + 1) * kBr, -INFINITY);
         if (a.causal && k0 + cols > q0)
             for (long j = 0; j < cols; ++j)
@@ -220,8 +222,7 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
             vt = Vp;
             ldv = Dp;
         }
-        tile_gemm<V, MR, NV>(rows, Dp, cols, St, 1, kBr, vt, ldv, Oacc, alpha, next ? v_next : nullptr,
-                             next * D * 4);
+        tile_gemm<V, MR, NV>(rows, Dp, cols, St, 1, kBr, vt, ldv, Oacc, alpha, v_next, next * D * 4);
     }
     for (long i = 0; i < rows; ++i) {
         const float inv = 1.0f / l[i];

@@ -51,8 +51,13 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
     for (long j = j0; j < j1; j += N * W) {
         // 4 KiB ahead (into the next row near the end): the loads of one
         // step are too few to hide DRAM latency behind GELU's arithmetic.
+        // Past the last row the address points at nothing; a prefetch never
+        // faults, and the address is formed as an integer, not a pointer
+        // past its array.
 #pragma GCC unroll 8
-        for (int k = 0; k < N * W; k += 16) __builtin_prefetch(x + j + 1024 + k, 0, 3);
+        for (int k = 0; k < N * W; k += 16)
+            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(x + j) + 4 * (1024 + k)),
+                               0, 3);
         V g[N];
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) g[k] = simd::load<V>(x + j + k * W) + simd::load<V>(bias + j + k * W);
@@ -172,7 +177,8 @@ Instance prepare(Problem& p) {
     const float* beta = p.in("beta").as<float>();
     float* y = p.out("y").as<float>();
     const int threads = omp_get_max_threads();
-    // Two 64-byte aligned row buffers per thread (the aligned loads above).
+    // Two 64-byte aligned row buffers per thread: each vector load from a
+    // buffer sits in one cache line.
     const long stride = (H + 15) / 16 * 16;
     auto bufs = std::shared_ptr<float[]>(new (std::align_val_t(64)) float[2 * stride * threads],
                                          [](float* q) { ::operator delete[](q, std::align_val_t(64)); });

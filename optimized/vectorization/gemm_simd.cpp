@@ -15,6 +15,9 @@
 // Bytes: B is packed once and its packed copy streamed from L2/L3 once per
 // MC-row block; A is packed once per NC-column block; C stays in L2 while its
 // MC-row strip is being summed. FLOPs: 2*M*N*K (padding lanes aside).
+// The packing buffers are the calling thread's and kept from call to call
+// (thread_scratch_a/b in kernels/vectorization/gemm_cpu.hpp): a timed call
+// pays for packing, not for faulting in fresh pages.
 // The micro-kernels are written with intrinsics and a per-function target
 // attribute, so the binary still runs on any x86-64 and picks the ISA at run
 // time (__builtin_cpu_supports).

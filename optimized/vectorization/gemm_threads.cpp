@@ -4,10 +4,11 @@
 // micro-kernel (kernels/vectorization/gemm_cpu.hpp) run inside one OpenMP parallel region:
 //   - the packed B block (K x NC) is shared: the threads pack its panels
 //     between them, then wait at a barrier;
-//   - the rows of C are cut into blocks of whole MR-row tiles, as many as
-//     MC allows rounded up to a multiple of the thread count (12 blocks of
-//     84-96 rows at M = 1024 on 2 threads, where MC = 96 would give 10 of 96
-//     and one of 64: one thread then does 544 rows and the other 480);
+//   - the rows of C are cut into blocks of whole MR-row tiles: the fewest
+//     blocks of at most MC rows, rounded up to a multiple of the thread
+//     count, the tiles shared out evenly (12 blocks of 84-96 rows at M = 1024
+//     on 2 threads, where blocks of MC = 96 would be 10 of 96 and one of 64:
+//     one thread then does 544 rows and the other 480);
 //   - the blocks are dealt out to the threads dynamically; each thread packs
 //     its A block into its own buffer and runs rung 3's KC loop on it,
 //     writing a disjoint strip of C.
