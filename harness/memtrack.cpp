@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace mw::memtrack {
 
@@ -60,6 +62,16 @@ std::map<void*, std::size_t, std::less<>, UntrackedAlloc<std::pair<void* const, 
 constexpr std::size_t kPage = 4096, kHuge = std::size_t(2) << 20;
 std::size_t whole_pages(std::size_t n) { return ((n ? n : 1) + kPage - 1) / kPage * kPage; }
 
+// Released mappings kept for reuse (keep_released_pages), under g_maps_mu:
+// a fixed array, so that release_pages allocates nothing; the bytes it
+// holds and the most it may.
+struct Kept {
+    void* p;
+    std::size_t bytes;
+};
+std::array<Kept, 32> g_kept;
+std::size_t g_n_kept = 0, g_kept_bytes = 0, g_keep_max = 0;
+
 }  // namespace
 
 void* allocate(std::size_t n, std::size_t align) {
@@ -76,6 +88,21 @@ void release(void* p) noexcept {
 
 void* allocate_pages(std::size_t bytes) {
     const std::size_t n = whole_pages(bytes);
+    void* kept = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(g_maps_mu);
+        for (std::size_t i = 0; i < g_n_kept && !kept; ++i)
+            if (g_kept[i].bytes == n) {
+                kept = g_kept[i].p;
+                g_kept[i] = g_kept[--g_n_kept];
+                g_kept_bytes -= n;
+                g_maps[kept] = n;
+            }
+    }
+    if (kept) {  // not cleared: Buffer::make promises no zeros (its small buffers come from malloc)
+        count_alloc(n);
+        return kept;
+    }
     // Map 2 MiB more than asked, then unmap the ragged ends so the start
     // sits on a 2 MiB boundary (mmap alone only promises 4 KiB).
     const std::size_t span = n + kHuge;
@@ -97,12 +124,27 @@ void* allocate_pages(std::size_t bytes) {
 void release_pages(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     const std::size_t n = whole_pages(bytes);
+    g_live.fetch_sub(n, std::memory_order_relaxed);
     {
         const std::lock_guard<std::mutex> lock(g_maps_mu);
         g_maps.erase(p);
+        if (g_n_kept < g_kept.size() && g_kept_bytes + n <= g_keep_max) {
+            g_kept[g_n_kept++] = {p, n};
+            g_kept_bytes += n;
+            return;
+        }
     }
     munmap(p, n);
-    g_live.fetch_sub(n, std::memory_order_relaxed);
+}
+
+void keep_released_pages(std::size_t max_bytes) {
+    const std::lock_guard<std::mutex> lock(g_maps_mu);
+    g_keep_max = max_bytes;
+    while (g_kept_bytes > g_keep_max) {
+        const Kept k = g_kept[--g_n_kept];
+        g_kept_bytes -= k.bytes;
+        munmap(k.p, k.bytes);
+    }
 }
 
 std::vector<std::pair<const void*, std::size_t>> page_mappings() {

@@ -37,6 +37,17 @@ void release(void* p) noexcept;
 // with release_pages(p, bytes), the same byte count.
 void* allocate_pages(std::size_t bytes);
 void release_pages(void* p, std::size_t bytes) noexcept;
+// Keep up to `max_bytes` of released mappings for allocate_pages to hand out
+// again (same byte count, contents as the last user left them) instead of
+// unmapping them (0, the default: unmap at once). For a process that makes
+// and drops buffers of the same sizes over and over, the grader making fresh
+// inputs for every timed call: a fresh mapping's first touch faults every
+// page in, and under a hypervisor that returns freed memory to the host it
+// ran at 0.26 GB/s against ~3.7 GB/s for pages touched before (a 256 MiB
+// buffer, 2-core KVM guest), most of a level 04 grade's time. Not for a
+// measuring process: kept mappings stay resident, and the kernel's view of
+// the memory (rss_growth) would count them.
+void keep_released_pages(std::size_t max_bytes);
 // The mappings allocate_pages has handed out and not yet taken back (start,
 // bytes): the --cold eviction flushes them from every cache level.
 std::vector<std::pair<const void*, std::size_t>> page_mappings();

@@ -66,6 +66,7 @@
 #include "harness/replay.hpp"
 #include "harness/gpu.hpp"
 #include "harness/inputs.hpp"
+#include "harness/memtrack.hpp"
 #include "harness/registry.hpp"
 #include "harness/run_queue.hpp"
 #include "harness/results.hpp"
@@ -501,6 +502,21 @@ CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uin
     return c;
 }
 
+// The reference's side of a timed call: the submission's call's inputs and
+// prepared extras (shared, not copied: the grader only reads them), outputs
+// of its own, no record. The same as make_call with the same seed, for
+// one problem's making instead of two.
+CallData reference_twin(const CallData& c) {
+    CallData r{c.p, c.extras, nullptr};
+    r.p.outputs.clear();
+    const std::size_t n_out = c.p.outputs.size() - (c.replay ? 1 : 0);
+    for (std::size_t k = 0; k < n_out; ++k) {
+        const Buffer& b = c.p.outputs[k];
+        r.p.outputs.push_back(Buffer::make(b.name, b.dtype, b.count, b.dims));
+    }
+    return r;
+}
+
 // The op's outputs rebuilt from the worker's record by the grader's own loops
 // (harness/replay.hpp); the record then leaves the outputs.
 void replay_outputs(CallData& c) {
@@ -552,11 +568,20 @@ std::string stage(Session& s, CallData& c) {
     for (auto& b : p.outputs) poison(b);  // NaN: whatever the call leaves unwritten fails the check
     for (std::size_t i = 0; i < all.size(); ++i) {
         const std::size_t bytes = all[i]->size_bytes(), span = area_bytes(bytes);
-        std::memset(s.shm.base + area, kCanary, span + kPage);
-        h.offset[i] = buffer_start(area, bytes), h.bytes[i] = bytes;
+        const std::size_t start = buffer_start(area, bytes), end = area + span + kPage;
+        h.offset[i] = start, h.bytes[i] = bytes;
         // Under cuda-emu the buffers live in device memory alone: a copy
-        // here would hand host code the inputs (the worker maps this file).
-        if (!s.device) std::memcpy(s.shm.base + h.offset[i], all[i]->data.get(), bytes);
+        // here would hand host code the inputs (the worker maps this file),
+        // and the canary fills the whole area. Otherwise the canary goes
+        // around the copy only (a second pass over a weight matrix of
+        // hundreds of MiB, every call, for bytes the copy overwrites).
+        if (s.device) {
+            std::memset(s.shm.base + area, kCanary, end - area);
+        } else {
+            std::memset(s.shm.base + area, kCanary, start - area);
+            std::memcpy(s.shm.base + start, all[i]->data.get(), bytes);
+            std::memset(s.shm.base + start + bytes, kCanary, end - (start + bytes));
+        }
         area += span + kPage;
     }
     for (auto& [name, v] : p.shape.axes) {
@@ -1076,7 +1101,7 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
     for (int i = 0; i < kBurst; ++i) {
         const std::uint64_t sd = call_seed(race.seed, "speed/round", round * kBurst + i);
         cs.push_back(make_call(race.x, race.op, race.shape, sd));
-        cr.push_back(make_call(race.x, race.op, race.shape, sd, false));
+        cr.push_back(reference_twin(cs.back()));
     }
     double t_ref = 1e30, t_sub = 1e30;  // each side's best call this round
     double c_ref = 1e30, c_sub = 1e30;  // and its best undisturbed one
@@ -1458,6 +1483,10 @@ int run_grade(const GradeOptions& o) {
 
     harden_grader();
     start_guard();
+    // Fresh inputs for every call, the same sizes each time: their pages
+    // are reused instead of faulted in anew (memtrack.hpp). The grader times
+    // nothing in its own process.
+    memtrack::keep_released_pages(std::size_t(2) << 30);
     const Sandbox sb = make_sandbox(o.unsafe_no_sandbox, x.allow_blas, b == Backend::cuda);
     const fs::path tmp = make_temp_dir();
     json doc;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "harness/inputs.hpp"
 
@@ -47,25 +48,57 @@ double QMatrix::bytes() const {
 
 namespace {
 
+// x rounded to an integer, to nearest with ties to even (rint in the default
+// rounding mode), and clamped to [lo, hi] (integers, |lo|, |hi| < 2^21).
+// Clamped first to [lo - 1/4, hi + 1/4], which rounds to [lo, hi] and changes
+// no in-range result; then 1.5 * 2^23 added and taken away: the sum has no
+// bits below the units, so the addition does the rounding. Plain arithmetic,
+// which the compiler keeps as written (no -ffast-math) and vectorizes, where
+// rint and nearbyint are a test and a branch or a call per element.
+inline int round_clamped(float x, float lo, float hi) {
+    constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+    const float c = std::min(std::max(x, lo - 0.25f), hi + 0.25f);
+    return int((c + kShift) - kShift);
+}
+
+// The least and the greatest of w[0, n), n >= 1, as a scan from the left
+// finds them (the first of equal values: -0 or +0 where the least is a
+// zero), in 4 chains: a scan's one chain of min and max waits on each
+// comparison, and was most of the quantizer's time.
+std::pair<float, float> min_max(const float* w, std::int64_t n) {
+    float lo[4] = {w[0], w[0], w[0], w[0]}, hi[4] = {w[0], w[0], w[0], w[0]};
+    std::int64_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int k = 0; k < 4; ++k) lo[k] = std::min(lo[k], w[j + k]), hi[k] = std::max(hi[k], w[j + k]);
+    for (; j < n; ++j) lo[0] = std::min(lo[0], w[j]), hi[0] = std::max(hi[0], w[j]);
+    float l = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+    float h = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+    // Equal values have equal bits but for the zeros: the scan's is the first.
+    if (l == 0) l = *std::find(w, w + n, l);
+    if (h == 0) h = *std::find(w, w + n, h);
+    return {l, h};
+}
+
 void quantize_int8_row(const float* w, std::int64_t n, std::int8_t* q, float* scale) {
     float amax = 0;
     for (std::int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
     const float s = amax > 0 ? amax / 127.0f : 1.0f;
     const float inv = 1.0f / s;
-    for (std::int64_t j = 0; j < n; ++j) q[j] = std::int8_t(std::clamp(std::nearbyint(w[j] * inv), -127.0f, 127.0f));
+    for (std::int64_t j = 0; j < n; ++j) q[j] = std::int8_t(round_clamped(w[j] * inv, -127, 127));
     *scale = s;
 }
 
-// One group of an int4 row: nibbles written through put(col, nibble).
-template <class Put>
-void quantize_int4_group(const float* w, std::int64_t n, bool asym, std::uint16_t* s16, std::uint16_t* z16, Put put) {
-    float lo = w[0], hi = w[0];
-    for (std::int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+// One group of an int4 row: its n codes (0..15, 8 is a zero weight in the
+// symmetric code) into q[0, n), its fp16 scale (and zero-point) into *s16
+// (*z16).
+void quantize_int4_group(const float* w, std::int64_t n, bool asym, std::uint16_t* s16, std::uint16_t* z16,
+                         std::uint8_t* q) {
+    const auto [lo, hi] = min_max(w, n);
     if (!asym) {
         const float amax = std::max(std::fabs(lo), std::fabs(hi));
         *s16 = f32_to_f16(amax > 0 ? amax / 7.0f : 1.0f);
         const float inv = 1.0f / f16_to_f32(*s16);
-        for (std::int64_t j = 0; j < n; ++j) put(j, int(std::clamp(std::nearbyint(w[j] * inv), -7.0f, 7.0f)) + 8);
+        for (std::int64_t j = 0; j < n; ++j) q[j] = std::uint8_t(round_clamped(w[j] * inv, -7, 7) + 8);
         return;
     }
     const float range = hi - lo;
@@ -73,7 +106,7 @@ void quantize_int4_group(const float* w, std::int64_t n, bool asym, std::uint16_
     const float s = f16_to_f32(*s16);
     *z16 = f32_to_f16(-lo / s);
     const float z = f16_to_f32(*z16), inv = 1.0f / s;
-    for (std::int64_t j = 0; j < n; ++j) put(j, int(std::clamp(std::nearbyint(w[j] * inv + z), 0.0f, 15.0f)));
+    for (std::int64_t j = 0; j < n; ++j) q[j] = std::uint8_t(round_clamped(w[j] * inv + z, 0, 15));
 }
 
 }  // namespace
@@ -126,7 +159,7 @@ QMatrix quantize(const QuantSpec& q, const float* W, std::int64_t n_out, std::in
             auto* p = m.payload.as<std::int8_t>();
             for (std::int64_t i = 0; i < n_out; ++i)
                 for (std::int64_t j = 0; j < n_in; ++j)
-                    p[i * m.ld + j] = std::int8_t(std::clamp(std::nearbyint(W[i * n_in + j] * inv), -127.0f, 127.0f));
+                    p[i * m.ld + j] = std::int8_t(round_clamped(W[i * n_in + j] * inv, -127, 127));
             break;
         }
         case Format::int4: {
@@ -140,6 +173,7 @@ QMatrix quantize(const QuantSpec& q, const float* W, std::int64_t n_out, std::in
 #pragma omp parallel for schedule(static)
             for (std::int64_t i = 0; i < n_out; ++i) {
                 std::uint8_t* row = m.payload.as<std::uint8_t>() + i * (m.ld / 2);
+                std::vector<std::uint8_t> codes(std::size_t(q.group));
                 for (std::int64_t g = 0; g < m.groups_per_row; ++g) {
                     const std::int64_t c0 = g * q.group;
                     if (c0 >= n_in) {  // a whole padded group: scale 1, zero-point 8
@@ -150,11 +184,16 @@ QMatrix quantize(const QuantSpec& q, const float* W, std::int64_t n_out, std::in
                     const std::int64_t n = std::min<std::int64_t>(q.group, n_in - c0);
                     quantize_int4_group(W + i * n_in + c0, n, q.asym, m.scales.as<std::uint16_t>() + i * m.groups_per_row + g,
                                         q.asym ? m.zeros.as<std::uint16_t>() + i * m.groups_per_row + g : nullptr,
-                                        [&](std::int64_t j, int nib) {
-                                            const std::int64_t col = c0 + j, chunk = col / 32, k = col % 32;
-                                            std::uint8_t& b = row[chunk * 16 + (k % 16)];
-                                            b = k < 16 ? std::uint8_t((b & 0xF0) | nib) : std::uint8_t((b & 0x0F) | (nib << 4));
-                                        });
+                                        codes.data());
+                    // Chunks of 32 columns, 16 bytes each: byte k holds column
+                    // k (low nibble) and column k + 16 (high); a part chunk's
+                    // missing columns are the padding's 8.
+                    const std::int64_t chunks = (n + 31) / 32;
+                    std::fill(codes.begin() + n, codes.begin() + chunks * 32, std::uint8_t(8));
+                    std::uint8_t* out = row + c0 / 2;
+                    for (std::int64_t c = 0; c < chunks; ++c)
+                        for (int k = 0; k < 16; ++k)
+                            out[c * 16 + k] = std::uint8_t(codes[c * 32 + k] | (codes[c * 32 + 16 + k] << 4));
                 }
             }
             break;
@@ -216,7 +255,7 @@ void quantize_acts_int8(const float* x, std::int64_t n, int block, std::int8_t* 
         const float s = amax / 127.0f, inv = amax > 0 ? 1.0f / s : 0.0f;
         std::int32_t sum = 0;
         for (std::int64_t k = k0; k < k1; ++k) {
-            q[k] = std::int8_t(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+            q[k] = std::int8_t(round_clamped(x[k] * inv, -127, 127));
             sum += q[k];
         }
         d[blk] = s;

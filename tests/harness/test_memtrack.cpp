@@ -105,6 +105,44 @@ TEST(MemTrack, PageMappingsListExactlyTheLiveOnes) {
 }
 
 
+// Kept mappings (the grader's): a released mapping of the same size comes
+// back, counted live again and listed again; another size, or one past the
+// cap, is mapped anew; the live count never includes what is kept, and a
+// cap of 0 unmaps what was kept (its pages no longer resident).
+TEST(MemTrack, KeptMappingsComeBackForTheSameSizeOnly) {
+    constexpr std::size_t kA = std::size_t(6) << 20, kB = std::size_t(10) << 20;
+    struct Off {
+        ~Off() { mw::memtrack::keep_released_pages(0); }
+    } off;
+    mw::memtrack::keep_released_pages(kA + kB);
+    const std::size_t live = mw::memtrack::live_bytes();
+    void* a = mw::memtrack::allocate_pages(kA);
+    std::memset(a, 0x5A, kA);
+    mw::memtrack::release_pages(a, kA);
+    EXPECT_EQ(mw::memtrack::live_bytes(), live) << "a kept mapping is not live";
+    void* b = mw::memtrack::allocate_pages(kB);  // another size: a new mapping
+    EXPECT_NE(b, a);
+    std::memset(b, 0x5B, kB);
+    void* a2 = mw::memtrack::allocate_pages(kA);
+    EXPECT_EQ(a2, a) << "the kept mapping of that size";
+    EXPECT_EQ(mw::memtrack::live_bytes(), live + kA + kB);
+    bool listed = false;
+    for (auto& [p, n] : mw::memtrack::page_mappings()) listed = listed || (p == a2 && n == kA);
+    EXPECT_TRUE(listed) << "handed out again, it is a live mapping (the --cold eviction flushes it)";
+    EXPECT_EQ(static_cast<unsigned char*>(a2)[kA - 1], 0x5A) << "kept as it was, not cleared";
+    mw::memtrack::release_pages(a2, kA);
+    mw::memtrack::release_pages(b, kB);  // both kept now: exactly the cap
+    void* c = mw::memtrack::allocate_pages(kA + (std::size_t(1) << 20));  // no kept one of this size
+    EXPECT_NE(c, a);
+    EXPECT_NE(c, b);
+    mw::memtrack::release_pages(c, kA + (std::size_t(1) << 20));  // past the cap: unmapped, not kept
+    const long long start = mw::memtrack::rss_window_start();
+    if (start < 0) return;
+    mw::memtrack::keep_released_pages(0);  // the kept ones unmapped
+    EXPECT_LE(mw::memtrack::rss_window_start(), start - static_cast<long long>(kA + kB) * 9 / 10)
+        << "the kept mappings' pages are still resident";
+}
+
 // The resident-set cross-check sees memory the tracker cannot (malloc'd and
 // touched: 64 MiB), and a new window forgets it once it is given back.
 TEST(MemTrack, ResidentSetGrowthSeesUntrackedMemory) {

@@ -58,6 +58,43 @@ INSTANTIATE_TEST_SUITE_P(Groups, Int4RoundTrip,
                          testing::Combine(testing::Values(32, 64, 128), testing::Bool(),
                                           testing::Values(1, 7, 33, 127, 129, 256)));
 
+// Rows whose scale is exactly 1 (int4: largest magnitude 7, or a range of
+// 15 from 0; int8: 127), so that w / s lands on halves: every tie rounds to
+// the even neighbour (2.5 -> 2, -0.5 -> -0, 6.5 -> 6), as nearbyint rounds.
+// The asymmetric rows' least weight is a zero of either sign, the first
+// one's: the zero-point is -lo / s, and its fp16 bits keep lo's sign flipped.
+TEST(Int4RoundTrip, TiesRoundToEvenAndTheFirstZeroSetsTheZeroPoint) {
+    const std::vector<float> halves = {0.5f, 1.5f, 2.5f, 3.5f, -0.5f, -1.5f, -2.5f, 4.5f, 5.5f, 6.5f, -6.5f, 7.0f};
+    for (bool asym : {false, true}) {
+        for (float first_zero : {0.0f, -0.0f}) {
+            std::vector<float> W(64);
+            for (std::size_t j = 0; j < W.size(); ++j) {
+                const float h = halves[j % halves.size()];
+                W[j] = asym ? std::fabs(h) + 7.0f : h;  // asym: 7.5 .. 14, ties still
+            }
+            if (asym) {
+                W[3] = first_zero, W[40] = -first_zero, W[50] = 15.0f;  // lo = the first zero, hi - lo = 15
+                W[9] = 0.5f, W[20] = 2.5f;
+            }
+            const QMatrix m = quantize({Format::int4, 64, asym}, W.data(), 1, 64);
+            for (std::int64_t j = 0; j < 64; ++j)
+                ASSERT_EQ(dequant_at(m, 0, j), expect_int4(W.data(), 64, j, asym)) << "W[" << j << "] = " << W[j];
+            if (asym) {
+                const float lo = *std::min_element(W.begin(), W.end());  // the first of the least
+                EXPECT_EQ(m.zeros.as<std::uint16_t>()[0], mw::f32_to_f16(-lo / 1.0f))
+                    << "zero-point of a group whose first zero is " << (std::signbit(first_zero) ? "-0" : "+0");
+            }
+        }
+    }
+}
+
+TEST(Int8RoundTrip, PerChannelTiesRoundToEven) {
+    const std::vector<float> w = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 126.5f, -126.5f, -127.0f, 3.25f, 64.5f};
+    const QMatrix m = quantize({Format::int8_channel}, w.data(), 1, std::int64_t(w.size()));
+    for (std::size_t j = 0; j < w.size(); ++j)
+        EXPECT_EQ(dequant_at(m, 0, std::int64_t(j)), std::nearbyint(w[j])) << "w = " << w[j];
+}
+
 TEST(Int8RoundTrip, PerChannelExactAndWithinBound) {
     for (std::int64_t n_in : {1, 7, 33, 127, 129}) {
         auto W = weights(3, n_in, 5);
