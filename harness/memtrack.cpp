@@ -62,9 +62,9 @@ std::map<void*, std::size_t, std::less<>, UntrackedAlloc<std::pair<void* const, 
 constexpr std::size_t kPage = 4096, kHuge = std::size_t(2) << 20;
 std::size_t whole_pages(std::size_t n) { return ((n ? n : 1) + kPage - 1) / kPage * kPage; }
 
-// Released mappings kept for reuse (keep_released_pages), under g_maps_mu:
-// a fixed array, so that release_pages allocates nothing; the bytes it
-// holds and the most it may.
+// Released mappings kept for reuse (keep_released_pages), under g_maps_mu,
+// the longest kept first: a fixed array, so that release_pages allocates
+// nothing; the bytes it holds and the most it may.
 struct Kept {
     void* p;
     std::size_t bytes;
@@ -91,10 +91,11 @@ void* allocate_pages(std::size_t bytes) {
     void* kept = nullptr;
     {
         const std::lock_guard<std::mutex> lock(g_maps_mu);
-        for (std::size_t i = 0; i < g_n_kept && !kept; ++i)
+        for (std::size_t i = g_n_kept; i-- > 0 && !kept;)  // the latest kept first
             if (g_kept[i].bytes == n) {
                 kept = g_kept[i].p;
-                g_kept[i] = g_kept[--g_n_kept];
+                std::copy(g_kept.begin() + i + 1, g_kept.begin() + g_n_kept, g_kept.begin() + i);
+                --g_n_kept;
                 g_kept_bytes -= n;
                 g_maps[kept] = n;
             }
@@ -128,7 +129,15 @@ void release_pages(void* p, std::size_t bytes) noexcept {
     {
         const std::lock_guard<std::mutex> lock(g_maps_mu);
         g_maps.erase(p);
-        if (g_n_kept < g_kept.size() && g_kept_bytes + n <= g_keep_max) {
+        if (n <= g_keep_max) {  // kept, the longest kept unmapped to make room
+            std::size_t drop = 0;
+            while (drop < g_n_kept && (g_n_kept - drop == g_kept.size() || g_kept_bytes + n > g_keep_max)) {
+                g_kept_bytes -= g_kept[drop].bytes;
+                munmap(g_kept[drop].p, g_kept[drop].bytes);
+                ++drop;
+            }
+            std::copy(g_kept.begin() + drop, g_kept.begin() + g_n_kept, g_kept.begin());
+            g_n_kept -= drop;
             g_kept[g_n_kept++] = {p, n};
             g_kept_bytes += n;
             return;
@@ -140,11 +149,13 @@ void release_pages(void* p, std::size_t bytes) noexcept {
 void keep_released_pages(std::size_t max_bytes) {
     const std::lock_guard<std::mutex> lock(g_maps_mu);
     g_keep_max = max_bytes;
-    while (g_kept_bytes > g_keep_max) {
-        const Kept k = g_kept[--g_n_kept];
-        g_kept_bytes -= k.bytes;
-        munmap(k.p, k.bytes);
+    std::size_t drop = 0;
+    for (; drop < g_n_kept && g_kept_bytes > g_keep_max; ++drop) {  // the longest kept first
+        g_kept_bytes -= g_kept[drop].bytes;
+        munmap(g_kept[drop].p, g_kept[drop].bytes);
     }
+    std::copy(g_kept.begin() + drop, g_kept.begin() + g_n_kept, g_kept.begin());
+    g_n_kept -= drop;
 }
 
 std::vector<std::pair<const void*, std::size_t>> page_mappings() {

@@ -106,11 +106,12 @@ TEST(MemTrack, PageMappingsListExactlyTheLiveOnes) {
 
 
 // Kept mappings (the grader's): a released mapping of the same size comes
-// back, counted live again and listed again; another size, or one past the
-// cap, is mapped anew; the live count never includes what is kept, and a
-// cap of 0 unmaps what was kept (its pages no longer resident).
+// back, counted live again and listed again, as its last user left it;
+// another size is mapped anew; the live count never includes what is kept;
+// past the cap the longest kept is unmapped to make room; a cap of 0 unmaps
+// what was kept (its pages no longer resident).
 TEST(MemTrack, KeptMappingsComeBackForTheSameSizeOnly) {
-    constexpr std::size_t kA = std::size_t(6) << 20, kB = std::size_t(10) << 20;
+    constexpr std::size_t kMiB = std::size_t(1) << 20, kA = 6 * kMiB, kB = 10 * kMiB, kC = 4 * kMiB;
     struct Off {
         ~Off() { mw::memtrack::keep_released_pages(0); }
     } off;
@@ -129,17 +130,22 @@ TEST(MemTrack, KeptMappingsComeBackForTheSameSizeOnly) {
     bool listed = false;
     for (auto& [p, n] : mw::memtrack::page_mappings()) listed = listed || (p == a2 && n == kA);
     EXPECT_TRUE(listed) << "handed out again, it is a live mapping (the --cold eviction flushes it)";
-    EXPECT_EQ(static_cast<unsigned char*>(a2)[kA - 1], 0x5A) << "kept as it was, not cleared";
+    EXPECT_EQ(static_cast<unsigned char*>(a2)[kA - 1], 0x5A) << "kept as it was";
     mw::memtrack::release_pages(a2, kA);
-    mw::memtrack::release_pages(b, kB);  // both kept now: exactly the cap
-    void* c = mw::memtrack::allocate_pages(kA + (std::size_t(1) << 20));  // no kept one of this size
-    EXPECT_NE(c, a);
-    EXPECT_NE(c, b);
-    mw::memtrack::release_pages(c, kA + (std::size_t(1) << 20));  // past the cap: unmapped, not kept
+    mw::memtrack::release_pages(b, kB);  // both kept: exactly the cap
+    void* c = mw::memtrack::allocate_pages(kC);
+    std::memset(c, 0x5C, kC);
+    mw::memtrack::release_pages(c, kC);  // kept, and the longest kept (kA) unmapped for it
+    void* b2 = mw::memtrack::allocate_pages(kB);
+    EXPECT_EQ(static_cast<unsigned char*>(b2)[0], 0x5B) << "kB was kept";
+    void* a3 = mw::memtrack::allocate_pages(kA);
+    EXPECT_EQ(static_cast<unsigned char*>(a3)[0], 0) << "kA, the longest kept, was unmapped: a fresh mapping reads 0";
+    mw::memtrack::release_pages(a3, kA);
+    mw::memtrack::release_pages(b2, kB);  // kept are a3 (never written) and b2, kC unmapped for them
     const long long start = mw::memtrack::rss_window_start();
     if (start < 0) return;
     mw::memtrack::keep_released_pages(0);  // the kept ones unmapped
-    EXPECT_LE(mw::memtrack::rss_window_start(), start - static_cast<long long>(kA + kB) * 9 / 10)
+    EXPECT_LE(mw::memtrack::rss_window_start(), start - static_cast<long long>(kB) * 9 / 10)
         << "the kept mappings' pages are still resident";
 }
 
