@@ -93,11 +93,11 @@ void* allocate_pages(std::size_t bytes) {
         const std::lock_guard<std::mutex> lock(g_maps_mu);
         for (std::size_t i = g_n_kept; i-- > 0 && !kept;)  // the latest kept first
             if (g_kept[i].bytes == n) {
+                g_maps[g_kept[i].p] = n;  // first: if it throws, the mapping is still kept
                 kept = g_kept[i].p;
                 std::copy(g_kept.begin() + i + 1, g_kept.begin() + g_n_kept, g_kept.begin() + i);
                 --g_n_kept;
                 g_kept_bytes -= n;
-                g_maps[kept] = n;
             }
     }
     if (kept) {  // not cleared: Buffer::make promises no zeros (its small buffers come from malloc)
@@ -128,8 +128,14 @@ void release_pages(void* p, std::size_t bytes) noexcept {
     g_live.fetch_sub(n, std::memory_order_relaxed);
     {
         const std::lock_guard<std::mutex> lock(g_maps_mu);
-        g_maps.erase(p);
-        if (n <= g_keep_max) {  // kept, the longest kept unmapped to make room
+        const auto it = g_maps.find(p);
+        // Only a live mapping of that size is kept (a second release of the
+        // same one, or a wrong size, would hand the same pages out twice).
+        const bool live = it != g_maps.end() && it->second == n;
+        if (it != g_maps.end()) g_maps.erase(it);
+        if (!live && std::any_of(g_kept.begin(), g_kept.begin() + g_n_kept, [p](const Kept& k) { return k.p == p; }))
+            return;  // released before, and kept: unmapping it would leave the kept list a hole
+        if (live && n <= g_keep_max) {  // kept, the longest kept unmapped to make room
             std::size_t drop = 0;
             while (drop < g_n_kept && (g_n_kept - drop == g_kept.size() || g_kept_bytes + n > g_keep_max)) {
                 g_kept_bytes -= g_kept[drop].bytes;

@@ -44,11 +44,11 @@ void release_pages(void* p, std::size_t bytes) noexcept;
 // as the small shapes' before the large one's). For a process that makes
 // and drops buffers of the same sizes over and over, the grader making fresh
 // inputs for every timed call: a fresh mapping's first touch faults every
-// page in, and under a hypervisor that returns freed memory to the host it
-// ran at 0.26 GB/s against ~3.7 GB/s for pages touched before (a 256 MiB
-// buffer, 2-core KVM guest), most of a level 04 grade's time. Not for a
-// measuring process: kept mappings stay resident, and the kernel's view of
-// the memory (rss_growth) would count them.
+// page in, and under a hypervisor that takes freed memory back that is slow
+// (docs/harness.md, "Pages": a standalone probe on a 2-core KVM guest wrote
+// a fresh 256 MiB at 0.26 GB/s, pages touched before at 3.7). Not for a
+// process that reports memory (peak_bytes, rss_growth): kept mappings stay
+// resident, and the kernel's view of the memory would count them.
 void keep_released_pages(std::size_t max_bytes);
 // The mappings allocate_pages has handed out and not yet taken back (start,
 // bytes): the --cold eviction flushes them from every cache level.

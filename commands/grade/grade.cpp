@@ -1484,8 +1484,8 @@ int run_grade(const GradeOptions& o) {
     harden_grader();
     start_guard();
     // Fresh inputs for every call, the same sizes each time: their pages
-    // are reused instead of faulted in anew (memtrack.hpp). The grader times
-    // nothing in its own process.
+    // are reused instead of faulted in anew (memtrack.hpp). No timed code
+    // runs in the grader's own process (both sides are called in workers).
     memtrack::keep_released_pages(std::size_t(2) << 30);
     const Sandbox sb = make_sandbox(o.unsafe_no_sandbox, x.allow_blas, b == Backend::cuda);
     const fs::path tmp = make_temp_dir();

@@ -55,8 +55,11 @@ namespace {
 // bits below the units, so the addition does the rounding. Plain arithmetic,
 // which the compiler keeps as written (no -ffast-math) and vectorizes, where
 // rint and nearbyint are a test and a branch or a call per element.
+// A NaN (0 times the infinite inverse of a scale that underflowed to 0 in
+// fp16) counts as 0.
 inline int round_clamped(float x, float lo, float hi) {
     constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+    x = x == x ? x : 0.0f;
     const float c = std::min(std::max(x, lo - 0.25f), hi + 0.25f);
     return int((c + kShift) - kShift);
 }
@@ -107,6 +110,31 @@ void quantize_int4_group(const float* w, std::int64_t n, bool asym, std::uint16_
     *z16 = f32_to_f16(-lo / s);
     const float z = f16_to_f32(*z16), inv = 1.0f / s;
     for (std::int64_t j = 0; j < n; ++j) q[j] = std::uint8_t(round_clamped(w[j] * inv + z, 0, 15));
+}
+
+// One row of int4 W (n_in weights) into `row` (groups x group / 2 bytes,
+// padding nibbles already 8) and its groups' scales (and zero-points);
+// `codes` holds one group's codes.
+void quantize_int4_row(const QuantSpec& q, const float* w, std::int64_t n_in, std::int64_t groups,
+                       std::uint8_t* row, std::uint16_t* scales, std::uint16_t* zeros, std::uint8_t* codes) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t c0 = g * q.group;
+        if (c0 >= n_in) {  // a whole padded group: scale 1, zero-point 8
+            scales[g] = f32_to_f16(1.0f);
+            if (q.asym) zeros[g] = f32_to_f16(8.0f);
+            continue;
+        }
+        const std::int64_t n = std::min<std::int64_t>(q.group, n_in - c0);
+        quantize_int4_group(w + c0, n, q.asym, scales + g, q.asym ? zeros + g : nullptr, codes);
+        // Chunks of 32 columns, 16 bytes each: byte k holds column k (low
+        // nibble) and column k + 16 (high); a part chunk's missing columns
+        // are the padding's 8.
+        const std::int64_t chunks = (n + 31) / 32;
+        std::fill(codes + n, codes + chunks * 32, std::uint8_t(8));
+        std::uint8_t* out = row + c0 / 2;
+        for (std::int64_t c = 0; c < chunks; ++c)
+            for (int k = 0; k < 16; ++k) out[c * 16 + k] = std::uint8_t(codes[c * 32 + k] | (codes[c * 32 + 16 + k] << 4));
+    }
 }
 
 }  // namespace
@@ -170,31 +198,16 @@ QMatrix quantize(const QuantSpec& q, const float* W, std::int64_t n_out, std::in
             // Padding nibbles: 8 (a zero weight in the symmetric code); the
             // kernels multiply them by zero-padded activations either way.
             std::memset(m.payload.data.get(), 0x88, total / 2);
-#pragma omp parallel for schedule(static)
-            for (std::int64_t i = 0; i < n_out; ++i) {
-                std::uint8_t* row = m.payload.as<std::uint8_t>() + i * (m.ld / 2);
-                std::vector<std::uint8_t> codes(std::size_t(q.group));
-                for (std::int64_t g = 0; g < m.groups_per_row; ++g) {
-                    const std::int64_t c0 = g * q.group;
-                    if (c0 >= n_in) {  // a whole padded group: scale 1, zero-point 8
-                        m.scales.as<std::uint16_t>()[i * m.groups_per_row + g] = f32_to_f16(1.0f);
-                        if (q.asym) m.zeros.as<std::uint16_t>()[i * m.groups_per_row + g] = f32_to_f16(8.0f);
-                        continue;
-                    }
-                    const std::int64_t n = std::min<std::int64_t>(q.group, n_in - c0);
-                    quantize_int4_group(W + i * n_in + c0, n, q.asym, m.scales.as<std::uint16_t>() + i * m.groups_per_row + g,
-                                        q.asym ? m.zeros.as<std::uint16_t>() + i * m.groups_per_row + g : nullptr,
-                                        codes.data());
-                    // Chunks of 32 columns, 16 bytes each: byte k holds column
-                    // k (low nibble) and column k + 16 (high); a part chunk's
-                    // missing columns are the padding's 8.
-                    const std::int64_t chunks = (n + 31) / 32;
-                    std::fill(codes.begin() + n, codes.begin() + chunks * 32, std::uint8_t(8));
-                    std::uint8_t* out = row + c0 / 2;
-                    for (std::int64_t c = 0; c < chunks; ++c)
-                        for (int k = 0; k < 16; ++k)
-                            out[c * 16 + k] = std::uint8_t(codes[c * 32 + k] | (codes[c * 32 + 16 + k] << 4));
-                }
+#pragma omp parallel
+            {
+                std::vector<std::uint8_t> codes(std::size_t(q.group));  // one group's, this thread's
+#pragma omp for schedule(static)
+                for (std::int64_t i = 0; i < n_out; ++i)
+                    quantize_int4_row(q, W + i * n_in, n_in, m.groups_per_row,
+                                      m.payload.as<std::uint8_t>() + i * (m.ld / 2),
+                                      m.scales.as<std::uint16_t>() + i * m.groups_per_row,
+                                      q.asym ? m.zeros.as<std::uint16_t>() + i * m.groups_per_row : nullptr,
+                                      codes.data());
             }
             break;
         }

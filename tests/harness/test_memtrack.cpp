@@ -140,6 +140,17 @@ TEST(MemTrack, KeptMappingsComeBackForTheSameSizeOnly) {
     EXPECT_EQ(static_cast<unsigned char*>(b2)[0], 0x5B) << "kB was kept";
     void* a3 = mw::memtrack::allocate_pages(kA);
     EXPECT_EQ(static_cast<unsigned char*>(a3)[0], 0) << "kA, the longest kept, was unmapped: a fresh mapping reads 0";
+    // A second release of a kept mapping (a caller's bug) neither keeps it
+    // twice nor unmaps it under the kept list.
+    mw::memtrack::release_pages(a3, kA);
+    mw::memtrack::release_pages(a3, kA);
+    const std::size_t before = mw::memtrack::live_bytes();
+    a3 = mw::memtrack::allocate_pages(kA);
+    void* other = mw::memtrack::allocate_pages(kA);
+    EXPECT_NE(other, a3) << "the same pages handed out twice";
+    static_cast<unsigned char*>(a3)[0] = 1;  // still mapped
+    mw::memtrack::release_pages(other, kA);
+    EXPECT_EQ(mw::memtrack::live_bytes(), before + kA);
     mw::memtrack::release_pages(a3, kA);
     mw::memtrack::release_pages(b2, kB);  // kept are a3 (never written) and b2, kC unmapped for them
     const long long start = mw::memtrack::rss_window_start();
