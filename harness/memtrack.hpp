@@ -45,8 +45,7 @@ void release_pages(void* p, std::size_t bytes) noexcept;
 // and drops buffers of the same sizes over and over, the grader making fresh
 // inputs for every timed call: a fresh mapping's first touch faults every
 // page in, and under a hypervisor that takes freed memory back that is slow
-// (docs/harness.md, "Pages": a standalone probe on a 2-core KVM guest wrote
-// a fresh 256 MiB at 0.26 GB/s, pages touched before at 3.7). Not for a
+// (docs/harness.md, "Pages"). Not for a
 // process that reports memory (peak_bytes, rss_growth): kept mappings stay
 // resident, and the kernel's view of the memory would count them.
 void keep_released_pages(std::size_t max_bytes);
