@@ -119,12 +119,9 @@ Disturbance DisturbanceWindow::close() const {
     d.cores = load_.cores();
     d.others_share = s.others;
     d.steal_share = s.steal;
-    const double ran = RunQueueWait::working_ran(threads_before_, after, d.window_s);
-    d.run_queue_share = ran > 0 ? RunQueueWait::working_wait(threads_before_, after, d.window_s) / ran : 0;
-    for (const auto& [tid, a] : after) {
-        const auto b = threads_before_.find(tid);
-        d.working_threads += a.ran_s - (b == threads_before_.end() ? 0.0 : b->second.ran_s) >= 0.1 * d.window_s;
-    }
+    const double ran = RunQueueWait::working_ran(threads_before_, after);
+    d.run_queue_share = ran > 0 ? RunQueueWait::working_wait(threads_before_, after) / ran : 0;
+    d.working_threads = RunQueueWait::working_threads(threads_before_, after);
     return d;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -29,28 +30,43 @@ RunQueueWait::Snapshot RunQueueWait::take() const {
 
 namespace {
 
-// Sums, over the threads that worked between the snapshots, of what `part` picks.
-template <class Part>
-double over_working(const RunQueueWait::Snapshot& before, const RunQueueWait::Snapshot& after, double call_s,
-                    Part part) {
-    double sum = 0;
+// What each thread that ran between the snapshots did over them.
+std::vector<RunQueueWait::Task> deltas(const RunQueueWait::Snapshot& before, const RunQueueWait::Snapshot& after) {
+    std::vector<RunQueueWait::Task> d;
     for (const auto& [tid, a] : after) {
         const auto b = before.find(tid);
         const RunQueueWait::Task from = b == before.end() ? RunQueueWait::Task{} : b->second;
-        if (a.ran_s - from.ran_s < std::max(0.1 * call_s, 100e-6)) continue;
-        sum += part(a, from);
+        d.push_back({a.ran_s - from.ran_s, a.waited_s - from.waited_s});
     }
-    return sum;
+    return d;
+}
+
+// The working threads' deltas (run_queue.hpp says which threads work).
+std::vector<RunQueueWait::Task> working(const RunQueueWait::Snapshot& before, const RunQueueWait::Snapshot& after) {
+    std::vector<RunQueueWait::Task> d = deltas(before, after);
+    double top = 0;
+    for (const auto& t : d) top = std::max(top, t.ran_s);
+    const double bar = std::max(0.1 * top, std::min(100e-6, top));
+    std::erase_if(d, [bar](const RunQueueWait::Task& t) { return t.ran_s < bar; });
+    return d;
 }
 
 }  // namespace
 
-double RunQueueWait::working_wait(const Snapshot& before, const Snapshot& after, double call_s) {
-    return over_working(before, after, call_s, [](const Task& a, const Task& b) { return a.waited_s - b.waited_s; });
+double RunQueueWait::working_wait(const Snapshot& before, const Snapshot& after) {
+    double sum = 0;
+    for (const auto& t : working(before, after)) sum += t.waited_s;
+    return sum;
 }
 
-double RunQueueWait::working_ran(const Snapshot& before, const Snapshot& after, double call_s) {
-    return over_working(before, after, call_s, [](const Task& a, const Task& b) { return a.ran_s - b.ran_s; });
+double RunQueueWait::working_ran(const Snapshot& before, const Snapshot& after) {
+    double sum = 0;
+    for (const auto& t : working(before, after)) sum += t.ran_s;
+    return sum;
+}
+
+int RunQueueWait::working_threads(const Snapshot& before, const Snapshot& after) {
+    return static_cast<int>(working(before, after).size());
 }
 
 }  // namespace mw

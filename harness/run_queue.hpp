@@ -28,13 +28,19 @@ public:
     Snapshot take() const;
 
     // Seconds the working threads waited between two snapshots taken around
-    // a call of `call_s`. A thread is working when it ran a tenth of the call
-    // and at least 0.1 ms: the sandbox's own processes, woken for 20-30 us
-    // when a call thaws them, wait behind the working thread for the whole
-    // call and say nothing about it.
-    static double working_wait(const Snapshot& before, const Snapshot& after, double call_s);
+    // a call. A thread is working when it ran at least a tenth of what the
+    // busiest thread ran between them, and 0.1 ms where the busiest ran that
+    // much: the sandbox's own processes, woken for 20-30 us when a call thaws
+    // them, wait behind the working thread for the whole call and say nothing
+    // about it. The bar is the busiest thread's run, not the call's length: a
+    // thread starved to a few per cent of its core (its scheduling group's
+    // share there cut by its group's work on other cores) ran less than a
+    // tenth of the call, and it is the one that waited most.
+    static double working_wait(const Snapshot& before, const Snapshot& after);
     // Seconds the working threads ran over the same window.
-    static double working_ran(const Snapshot& before, const Snapshot& after, double call_s);
+    static double working_ran(const Snapshot& before, const Snapshot& after);
+    // How many threads were working.
+    static int working_threads(const Snapshot& before, const Snapshot& after);
 
 private:
     std::vector<pid_t> pids_;

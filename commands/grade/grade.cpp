@@ -1122,7 +1122,7 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
             const double sec = race.ref_seconds(o);
             // Timing "call": the worker's own wait during the run() it timed.
             const double waited =
-                race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take(), o.wall_s);
+                race.time_call ? o.waited_s : RunQueueWait::working_wait(before, wait.take());
             ++t.ref_calls;
             record("reference", sec, waited, t_ref, c_ref, t.disturbed_ref);
         }
@@ -1135,7 +1135,7 @@ std::string speed_round(SpeedRace& race, SpeedTimes& t) {
         const Outcome o = run_call(race.s, &c);
         ++t.calls;
         if (!o.ok) return "timed call " + std::to_string(t.calls) + ": " + o.message;
-        record("submission", race.sub_seconds(o), RunQueueWait::working_wait(before, wait.take(), o.wall_s), t_sub,
+        record("submission", race.sub_seconds(o), RunQueueWait::working_wait(before, wait.take()), t_sub,
                c_sub, t.disturbed_sub);
     }
     if (round % 2 == 1) ref_burst();

@@ -106,7 +106,7 @@ int run_reference_worker(const std::string& op_name, const std::string& variant,
                     if (time_call) {
                         reply.device_seconds =
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                        reply.waited_seconds = RunQueueWait::working_wait(before, wait.take(), reply.device_seconds);
+                        reply.waited_seconds = RunQueueWait::working_wait(before, wait.take());
                     }
                 }
                 inst.fetch();
