@@ -22,8 +22,16 @@
 // reads and writes flow together (two row buffers per thread). Recorded on
 // the 2-core Xeon of results/xeon-260m-kvm-2c at 16384 x 4096, 2 threads
 // (fusion-cpu.*): 23.3 ms before, 22.0 ms after.
-// Numerics: two-pass mean/variance like the reference (from L1, so the
-// second pass is free), polynomial exp (~2 ulp) inside GELU.
+// Between two rows the pipeline used to stop for the variance: a second pass
+// over the row's buffer (from L1, but some 800 instructions, more than the
+// core's reorder window, so no load of the next row could issue until it was
+// done) and a chain of dependent adds, a square root and a divide. The
+// variance is now summed in the GELU pass itself, as squared deviations from
+// a shift (the mean of the row's first step; shifted_stats says why that
+// loses little to cancellation), and the pipeline runs on from row to row.
+// Numerics: the mean as the reference's; the variance one-pass with a shift
+// where the reference takes two passes (two passes only for rows shorter
+// than one step); polynomial exp (~2 ulp) inside GELU.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -45,9 +53,10 @@ namespace {
 template <class V> constexpr int kChains = simd::width<V> == 16 ? 8 : 4;
 
 // GELU(x + bias) for [j0, j1) of a row into buf (j0, j1 multiples of a
-// step), its sum added to s.
-template <class V>
-MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, long j0, long j1, V& s) {
+// step), its sum added to s and, when Q, its squared deviations from c to *q.
+template <class V, bool Q = false>
+MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, long j0, long j1, V& s, V* q = nullptr,
+                               V c = V{}) {
     constexpr int W = simd::width<V>, N = kChains<V>;
     for (long j = j0; j < j1; j += N * W) {
         // 4 KiB ahead (into the next row near the end): the loads of one
@@ -65,6 +74,16 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
         simd::gelu_n<N>(g);
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) simd::store(buf + j + k * W, g[k]);
+        if constexpr (Q) {
+            V d[N];
+#pragma GCC unroll 8
+            for (int k = 0; k < N; ++k) d[k] = (g[k] - c) * (g[k] - c);
+#pragma GCC unroll 8
+            for (int w = N / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+                for (int k = 0; k < w; ++k) d[k] += d[k + w];
+            *q += d[0];
+        }
 #pragma GCC unroll 8
         for (int w = N / 2; w >= 1; w /= 2)  // a tree: log2 N dependent adds
 #pragma GCC unroll 8
@@ -73,25 +92,39 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
     }
 }
 
+// A row's sum, and (one-pass rows) its sum of squared deviations from the
+// row's shift.
+struct RowSums {
+    float sum, dev2;
+};
+
 // The rest of a row's GELU after its whole steps, from j0 (single vectors,
-// then scalars); returns the row's sum with s.
-template <class V>
-MW_SIMD_INLINE float gelu_rest(const float* x, const float* bias, float* buf, long j0, long H, V s) {
+// then scalars), added to the sums of the steps (s; q, deviations from c,
+// when Q).
+template <class V, bool Q = false>
+MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, long j0, long H, V s, V q = V{},
+                                 float c = 0) {
     constexpr int W = simd::width<V>;
     const long Hv = H - H % W;
+    const V cv = simd::splat<V>(c);
     long j = j0;
     for (; j < Hv; j += W) {
         const V g = simd::gelu(simd::load<V>(x + j) + simd::load<V>(bias + j));
         simd::store(buf + j, g);
         s += g;
+        if constexpr (Q) q += (g - cv) * (g - cv);
     }
-    float tail = 0;
-    for (; j < H; ++j) tail += buf[j] = simd::gelu_scalar(x[j] + bias[j]);
-    return simd::hsum(s) + tail;
+    float tail = 0, tail_q = 0;
+    for (; j < H; ++j) {
+        const float g = buf[j] = simd::gelu_scalar(x[j] + bias[j]);
+        tail += g;
+        if constexpr (Q) tail_q += (g - c) * (g - c);
+    }
+    return {simd::hsum(s) + tail, Q ? simd::hsum(q) + tail_q : 0.0f};
 }
 
 // Mean and 1/std of a row of GELU values in buf (L1), two-pass like the
-// reference.
+// reference: for rows shorter than one step.
 template <class V>
 MW_SIMD_INLINE void row_stats(const float* buf, long H, float sum, float* mean_out, float* rstd_out) {
     constexpr int W = simd::width<V>;
@@ -114,6 +147,34 @@ MW_SIMD_INLINE void row_stats(const float* buf, long H, float sum, float* mean_o
     *rstd_out = 1.0f / std::sqrt((simd::hsum(q + q2) + tail) / float(H) + kLnEps);
 }
 
+// Mean and 1/std from a row's sum and its sum of squared deviations from a
+// shift c: var = q / H - (mean - c)^2. c is the mean of the row's first
+// step of m values (begin_row), so m (c - mean)^2 <= H var (those values are
+// part of the row's spread): the subtraction cancels at most log2(H / m)
+// bits of the variance (5 at H = 4096, m = 128), where E[g^2] - mean^2 with
+// no shift would lose everything to a large mean.
+MW_SIMD_INLINE void shifted_stats(float sum, float q, float c, long H, float* mean_out, float* rstd_out) {
+    const float mean = sum / float(H), dm = mean - c;
+    *mean_out = mean;
+    *rstd_out = 1.0f / std::sqrt(std::max(0.0f, q / float(H) - dm * dm) + kLnEps);
+}
+
+// A row's first step of GELU, and the shift for its variance: the mean of
+// that step's values. Returns the shift; s and q start the row's sums.
+template <class V>
+MW_SIMD_INLINE float begin_row(const float* x, const float* bias, float* buf, V& s, V& q) {
+    constexpr int W = simd::width<V>, N = kChains<V>;
+    gelu_steps<V>(x, bias, buf, 0, N * W, s);
+    const float c = simd::hsum(s) / float(N * W);
+    const V cv = simd::splat<V>(c);
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) {
+        const V d = simd::load<V>(buf + k * W) - cv;
+        q += d * d;
+    }
+    return c;
+}
+
 // y[j0, j1) = (buf - mean) * rstd * gamma + beta; j1 = H takes the scalar
 // tail too. Non-temporal stores when `nt`: y's lines are not read for
 // ownership first and do not evict x's.
@@ -132,6 +193,24 @@ MW_SIMD_INLINE void normalize(const float* buf, const float* gamma, const float*
         for (; j < H; ++j) y[j] = (buf[j] - mean) * rstd * gamma[j] + beta[j];
 }
 
+// GELU(x + bias) of a whole row into buf, with its mean and 1/std (one
+// pass with a shift where the row has whole steps, else two).
+template <class V>
+MW_SIMD_INLINE void gelu_row(const float* xr, const float* bias, float* buf, long H, float* m, float* rs) {
+    constexpr int W = simd::width<V>, step = kChains<V> * W;
+    const long Hs = (H - H % W) / step * step;
+    if (Hs == 0) {
+        V s{};
+        row_stats<V>(buf, H, gelu_rest(xr, bias, buf, 0, H, s).sum, m, rs);
+        return;
+    }
+    V s{}, q{};
+    const float c = begin_row(xr, bias, buf, s, q);
+    gelu_steps<V, true>(xr, bias, buf, step, Hs, s, &q, simd::splat<V>(c));
+    const RowSums t = gelu_rest<V, true>(xr, bias, buf, Hs, H, s, q, c);
+    shifted_stats(t.sum, t.dev2, c, H, m, rs);
+}
+
 // Rows [0, R) of x into y, software-pipelined across rows (the header says
 // why): row r is normalized into y step by step while row r + 1's GELU is
 // computed into the other buffer. bufs[1] may be null when R is 1.
@@ -142,11 +221,7 @@ MW_SIMD_INLINE void fused_rows(const float* x, const float* bias, const float* g
     const long Hs = (H - H % W) / step * step;  // the part in whole steps
     if (R <= 0) return;
     float mean[2], rstd[2];
-    {
-        V s{};
-        gelu_steps(x, bias, bufs[0], 0, Hs, s);
-        row_stats<V>(bufs[0], H, gelu_rest(x, bias, bufs[0], Hs, H, s), &mean[0], &rstd[0]);
-    }
+    gelu_row<V>(x, bias, bufs[0], H, &mean[0], &rstd[0]);
     for (long r = 0; r < R; ++r) {
         const int cur = r % 2, nxt = 1 - cur;
         float* yr = y + r * H;
@@ -156,13 +231,22 @@ MW_SIMD_INLINE void fused_rows(const float* x, const float* bias, const float* g
             break;
         }
         const float* xn = x + (r + 1) * H;
-        V s{};
-        for (long j = 0; j < Hs; j += step) {
-            gelu_steps(xn, bias, bufs[nxt], j, j + step, s);
+        if (Hs == 0) {
+            normalize<V>(bufs[cur], gamma, beta, yr, 0, H, H, mean[cur], rstd[cur], nt);
+            gelu_row<V>(xn, bias, bufs[nxt], H, &mean[nxt], &rstd[nxt]);
+            continue;
+        }
+        V s{}, q{};
+        const float c = begin_row(xn, bias, bufs[nxt], s, q);
+        normalize<V>(bufs[cur], gamma, beta, yr, 0, step, H, mean[cur], rstd[cur], nt);
+        const V cv = simd::splat<V>(c);
+        for (long j = step; j < Hs; j += step) {
+            gelu_steps<V, true>(xn, bias, bufs[nxt], j, j + step, s, &q, cv);
             normalize<V>(bufs[cur], gamma, beta, yr, j, j + step, H, mean[cur], rstd[cur], nt);
         }
         normalize<V>(bufs[cur], gamma, beta, yr, Hs, H, H, mean[cur], rstd[cur], nt);
-        row_stats<V>(bufs[nxt], H, gelu_rest(xn, bias, bufs[nxt], Hs, H, s), &mean[nxt], &rstd[nxt]);
+        const RowSums t = gelu_rest<V, true>(xn, bias, bufs[nxt], Hs, H, s, q, c);
+        shifted_stats(t.sum, t.dev2, c, H, &mean[nxt], &rstd[nxt]);
     }
 }
 
