@@ -43,7 +43,7 @@ struct Disturbance {
     double others_share = -1;    // -1: not measured (window too short, MPI rank)
     double steal_share = -1;     // -1: not measured (window too short)
     double run_queue_share = 0;  // waited / ran, over the working threads
-    int working_threads = 0;     // threads that ran a tenth of what the busiest one ran
+    int working_threads = 0;     // threads that ran 0.1 ms and a tenth of what the busiest one ran
     int cores = 0;               // the cores this process may run on
 
     bool disturbed() const {

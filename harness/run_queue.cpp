@@ -35,7 +35,10 @@ std::vector<RunQueueWait::Task> deltas(const RunQueueWait::Snapshot& before, con
     std::vector<RunQueueWait::Task> d;
     for (const auto& [tid, a] : after) {
         const auto b = before.find(tid);
-        const RunQueueWait::Task from = b == before.end() ? RunQueueWait::Task{} : b->second;
+        RunQueueWait::Task from = b == before.end() ? RunQueueWait::Task{} : b->second;
+        // A thread id reused by a new thread between the snapshots: its
+        // counters start again from zero.
+        if (a.ran_s < from.ran_s || a.waited_s < from.waited_s) from = {};
         d.push_back({a.ran_s - from.ran_s, a.waited_s - from.waited_s});
     }
     return d;
@@ -46,7 +49,7 @@ std::vector<RunQueueWait::Task> working(const RunQueueWait::Snapshot& before, co
     std::vector<RunQueueWait::Task> d = deltas(before, after);
     double top = 0;
     for (const auto& t : d) top = std::max(top, t.ran_s);
-    const double bar = std::max(0.1 * top, std::min(100e-6, top));
+    const double bar = std::max(0.1 * top, 100e-6);
     std::erase_if(d, [bar](const RunQueueWait::Task& t) { return t.ran_s < bar; });
     return d;
 }

@@ -29,13 +29,15 @@ public:
 
     // Seconds the working threads waited between two snapshots taken around
     // a call. A thread is working when it ran at least a tenth of what the
-    // busiest thread ran between them, and 0.1 ms where the busiest ran that
-    // much: the sandbox's own processes, woken for 20-30 us when a call thaws
-    // them, wait behind the working thread for the whole call and say nothing
-    // about it. The bar is the busiest thread's run, not the call's length: a
-    // thread starved to a few per cent of its core (its scheduling group's
-    // share there cut by its group's work on other cores) ran less than a
-    // tenth of the call, and it is the one that waited most.
+    // busiest thread ran between them, and at least 0.1 ms: the sandbox's own
+    // processes, woken for 20-30 us when a call thaws them, wait behind the
+    // working thread for the whole call and say nothing about it (and where
+    // no thread ran 0.1 ms, none is working: a call whose threads were
+    // created and joined inside it leaves only those processes to see). The
+    // bar is the busiest thread's run, not the call's length: a thread
+    // starved to a few per cent of its core (its scheduling group's share
+    // there cut by its group's work on other cores) ran less than a tenth of
+    // the call, and it is the one that waited most.
     static double working_wait(const Snapshot& before, const Snapshot& after);
     // Seconds the working threads ran over the same window.
     static double working_ran(const Snapshot& before, const Snapshot& after);

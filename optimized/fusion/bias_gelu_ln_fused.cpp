@@ -2,9 +2,9 @@
 //
 // Change from rung 1: the five passes become one loop over rows. A row
 // (hidden*4 bytes: 16 KiB at hidden = 4096) is read from DRAM once, turned
-// into GELU(x + bias) in a per-thread buffer that stays in L1 while the
-// mean and variance are taken from it, then normalized from that buffer
-// straight into y with non-temporal stores (no read-for-ownership of y's
+// into GELU(x + bias) in a per-thread buffer that stays in L1 (its mean and
+// variance summed on the way), then normalized from that buffer straight
+// into y with non-temporal stores (no read-for-ownership of y's
 // lines; plain stores when a row is not vector-aligned).
 // Expected effect: bytes drop from 8 sweeps of the activation to 2 (read x,
 // write y) plus the parameters — 64 MiB instead of 256 MiB at 2048 x 4096 —
@@ -27,8 +27,9 @@
 // core's reorder window, so no load of the next row could issue until it was
 // done) and a chain of dependent adds, a square root and a divide. The
 // variance is now summed in the GELU pass itself, as squared deviations from
-// a shift (the mean of the row's first step; shifted_stats says why that
-// loses little to cancellation), and the pipeline runs on from row to row.
+// a shift (the mean of the row's first step: 128 values with AVX-512, 32
+// with AVX2; shifted_stats says why that loses little to cancellation), and
+// the pipeline runs on from row to row.
 // Numerics: the mean as the reference's; the variance one-pass with a shift
 // where the reference takes two passes (two passes only for rows shorter
 // than one step); polynomial exp (~2 ulp) inside GELU.
@@ -53,7 +54,8 @@ namespace {
 template <class V> constexpr int kChains = simd::width<V> == 16 ? 8 : 4;
 
 // GELU(x + bias) for [j0, j1) of a row into buf (j0, j1 multiples of a
-// step), its sum added to s and, when Q, its squared deviations from c to *q.
+// step), its sum added to s; when Q, its deviations from c are summed
+// instead, and their squares added to *q.
 template <class V, bool Q = false>
 MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, long j0, long j1, V& s, V* q = nullptr,
                                V c = V{}) {
@@ -74,10 +76,13 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
         simd::gelu_n<N>(g);
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) simd::store(buf + j + k * W, g[k]);
-        if constexpr (Q) {
+        if constexpr (Q) {  // from here on, g is the deviation from c
             V d[N];
 #pragma GCC unroll 8
-            for (int k = 0; k < N; ++k) d[k] = (g[k] - c) * (g[k] - c);
+            for (int k = 0; k < N; ++k) {
+                g[k] -= c;
+                d[k] = g[k] * g[k];
+            }
 #pragma GCC unroll 8
             for (int w = N / 2; w >= 1; w /= 2)
 #pragma GCC unroll 8
@@ -92,15 +97,15 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
     }
 }
 
-// A row's sum, and (one-pass rows) its sum of squared deviations from the
-// row's shift.
+// A row's sum (when Q: of its deviations from the row's shift) and, when Q,
+// its sum of squared deviations.
 struct RowSums {
     float sum, dev2;
 };
 
 // The rest of a row's GELU after its whole steps, from j0 (single vectors,
-// then scalars), added to the sums of the steps (s; q, deviations from c,
-// when Q).
+// then scalars), added to the sums of the steps (s, and q when Q: sums of
+// deviations from c and of their squares).
 template <class V, bool Q = false>
 MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, long j0, long H, V s, V q = V{},
                                  float c = 0) {
@@ -111,13 +116,17 @@ MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, 
     for (; j < Hv; j += W) {
         const V g = simd::gelu(simd::load<V>(x + j) + simd::load<V>(bias + j));
         simd::store(buf + j, g);
-        s += g;
-        if constexpr (Q) q += (g - cv) * (g - cv);
+        if constexpr (Q) {
+            s += g - cv;
+            q += (g - cv) * (g - cv);
+        } else {
+            s += g;
+        }
     }
     float tail = 0, tail_q = 0;
     for (; j < H; ++j) {
         const float g = buf[j] = simd::gelu_scalar(x[j] + bias[j]);
-        tail += g;
+        tail += Q ? g - c : g;
         if constexpr (Q) tail_q += (g - c) * (g - c);
     }
     return {simd::hsum(s) + tail, Q ? simd::hsum(q) + tail_q : 0.0f};
@@ -147,29 +156,35 @@ MW_SIMD_INLINE void row_stats(const float* buf, long H, float sum, float* mean_o
     *rstd_out = 1.0f / std::sqrt((simd::hsum(q + q2) + tail) / float(H) + kLnEps);
 }
 
-// Mean and 1/std from a row's sum and its sum of squared deviations from a
-// shift c: var = q / H - (mean - c)^2. c is the mean of the row's first
-// step of m values (begin_row), so m (c - mean)^2 <= H var (those values are
-// part of the row's spread): the subtraction cancels at most log2(H / m)
-// bits of the variance (5 at H = 4096, m = 128), where E[g^2] - mean^2 with
-// no shift would lose everything to a large mean.
+// Mean and 1/std from a row's sums of deviations from a shift c, and of
+// their squares: with e = sum / H, the mean is c + e and the variance
+// q / H - e^2. c is the mean of the row's first step of m values
+// (begin_row), so m e^2 <= H var (those values are part of the row's
+// spread): the subtraction cancels at most log2(1 + H / m) bits of the
+// variance (5 at H = 4096 with AVX-512's m = 128, 7 with AVX2's 32), where
+// E[g^2] - mean^2 with no shift would lose everything to a large mean; and
+// the mean's own rounding enters only as e's, a deviation's.
 MW_SIMD_INLINE void shifted_stats(float sum, float q, float c, long H, float* mean_out, float* rstd_out) {
-    const float mean = sum / float(H), dm = mean - c;
-    *mean_out = mean;
-    *rstd_out = 1.0f / std::sqrt(std::max(0.0f, q / float(H) - dm * dm) + kLnEps);
+    const float e = sum / float(H);
+    *mean_out = c + e;
+    *rstd_out = 1.0f / std::sqrt(std::max(0.0f, q / float(H) - e * e) + kLnEps);
 }
 
-// A row's first step of GELU, and the shift for its variance: the mean of
-// that step's values. Returns the shift; s and q start the row's sums.
+// A row's first step of GELU into buf, and the shift for its variance: the
+// mean of that step's values. Returns the shift; s and q are set to the
+// step's sums of deviations from it and of their squares.
 template <class V>
 MW_SIMD_INLINE float begin_row(const float* x, const float* bias, float* buf, V& s, V& q) {
     constexpr int W = simd::width<V>, N = kChains<V>;
-    gelu_steps<V>(x, bias, buf, 0, N * W, s);
-    const float c = simd::hsum(s) / float(N * W);
+    V sum{};
+    gelu_steps<V>(x, bias, buf, 0, N * W, sum);
+    const float c = simd::hsum(sum) / float(N * W);
     const V cv = simd::splat<V>(c);
+    s = q = V{};
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) {
         const V d = simd::load<V>(buf + k * W) - cv;
+        s += d;
         q += d * d;
     }
     return c;

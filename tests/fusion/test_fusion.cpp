@@ -6,6 +6,8 @@
 // tiled attention's peak memory far below the materialized one's.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <map>
 
@@ -164,42 +166,48 @@ TEST(FusionSoftmax, OnlineRescalesOnRisingRows) {
 // loses it to cancellation where a row's mean is large against its spread,
 // unless the shift sits near the mean (E[g^2] - mean^2 in fp32 at mean 30
 // misses a variance of 1/3 by up to a few per cent): rows of GELU values
-// around 30 with a spread of 1, rows whose first 128 values (where the shift
-// comes from) sit far from the rest, and GELU's flat negative tail, on both
-// ISAs. (Larger means relative to the spread are past fp32 for every rung,
-// the naive one too: x + bias is rounded to ulp(mean) before any of them.)
+// around 30 with a spread of 1, rows around 30 whose first values (where
+// the shift comes from) sit at 70, and GELU's flat negative tail, on both
+// ISAs, on one thread and on two (each thread's first row takes another
+// path than the rows pipelined after it). (Larger means relative to the
+// spread are past fp32 for every rung, the naive one too: x + bias is
+// rounded to ulp(mean) before any of them.)
 TEST(FusionLayerNorm, LargeMeansAndAnOddFirstStep) {
     const mw::Op* op = mw::find_op("bias_gelu_ln");
     ASSERT_NE(op, nullptr);
+    const int threads_before = omp_get_max_threads();
     for (const char* isa : {"", "avx2"}) {
         if (*isa && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) continue;
         if (*isa) setenv("MEMWALL_ISA", isa, 1);
-        for (auto [rows, hidden] : {std::pair{6, 4096}, std::pair{6, 1000}, std::pair{4, 129}}) {
-            const mw::Shape s = shape({{"rows", rows}, {"hidden", hidden}});
-            mw::Problem p = op->make_problem(s, mw::DType::f32, 11);
-            float* x = p.in("x").as<float>();
-            const float* bias = p.in("bias").as<float>();
-            for (int r = 0; r < rows; ++r)
-                for (int j = 0; j < hidden; ++j) {
-                    const float wiggle = float((j * 37 + r * 11) % 101 - 50) / 50.0f;  // -1..1
-                    float v = 0;
-                    switch (r % 3) {
-                        case 0: v = 30.0f + wiggle; break;                    // a mean 50 times the spread
-                        case 1: v = (j < 128 ? 40.0f : 0.5f) + wiggle; break;        // the first step far off
-                        default: v = -3.0f + wiggle * 0.001f; break;                   // GELU's flat negative tail
+        for (int threads : {1, 2})
+            for (auto [rows, hidden] : {std::pair{6, 4096}, std::pair{6, 1000}, std::pair{4, 129}}) {
+                omp_set_num_threads(threads);
+                const mw::Shape s = shape({{"rows", rows}, {"hidden", hidden}});
+                mw::Problem p = op->make_problem(s, mw::DType::f32, 11);
+                float* x = p.in("x").as<float>();
+                const float* bias = p.in("bias").as<float>();
+                for (int r = 0; r < rows; ++r)
+                    for (int j = 0; j < hidden; ++j) {
+                        const float wiggle = float((j * 37 + r * 11) % 101 - 50) / 50.0f;  // -1..1
+                        float v = 0;
+                        switch (r % 3) {
+                            case 0: v = 30.0f + wiggle; break;                        // a mean 50 times the spread
+                            case 1: v = (j < 128 ? 70.0f : 30.0f) + wiggle; break;    // the first step far off
+                            default: v = -3.0f + wiggle * 0.001f; break;              // GELU's flat negative tail
+                        }
+                        x[r * hidden + j] = v - bias[j];
                     }
-                    x[r * hidden + j] = v - bias[j];
+                const auto oracle = op->oracle(p);
+                for (auto* v : mw::variants_of("bias_gelu_ln", mw::Backend::cpu)) {
+                    if (!mw::runnable_here(*v)) continue;
+                    auto r = mw::check_variant(*op, *v, p, oracle);
+                    EXPECT_TRUE(r.correct) << v->name << " (" << (*isa ? isa : "native") << ", " << threads
+                                           << " threads) at " << s.str() << ": " << r.message;
                 }
-            const auto oracle = op->oracle(p);
-            for (auto* v : mw::variants_of("bias_gelu_ln", mw::Backend::cpu)) {
-                if (!mw::runnable_here(*v)) continue;
-                auto r = mw::check_variant(*op, *v, p, oracle);
-                EXPECT_TRUE(r.correct) << v->name << " (" << (*isa ? isa : "native") << ") at " << s.str() << ": "
-                                       << r.message;
             }
-        }
         unsetenv("MEMWALL_ISA");
     }
+    omp_set_num_threads(threads_before);
 }
 
 }  // namespace

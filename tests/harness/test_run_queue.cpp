@@ -17,7 +17,7 @@ using mw::RunQueueWait;
 using mw::waited_for_core;
 
 // Only working threads (those that ran a tenth of what the busiest thread
-// ran, and 0.1 ms) count: a sandbox's process woken by the thaw waits behind
+// ran, and at least 0.1 ms) count: a sandbox's process woken by the thaw waits behind
 // the call all along. A thread that appeared between the snapshots counts
 // from zero; one that is gone counts nothing.
 TEST(RunQueueWait, OnlyWorkingThreadsCount) {
@@ -35,10 +35,20 @@ TEST(RunQueueWait, OnlyWorkingThreadsCount) {
         {11, {1.020, 0.501}}, {12, {2.0001, 0.109}}, {13, {3.0015, 0.002}}, {15, {0.004, 0.0005}}};
     EXPECT_NEAR(RunQueueWait::working_wait(before, longer), 0.0015, 1e-9);
     EXPECT_EQ(RunQueueWait::working_threads(before, longer), 2);
-    // 0.1 ms at least where the busiest ran that: beside a thread that ran
-    // 0.5 ms, one that ran 30 us and waited the whole call is not working.
-    const RunQueueWait::Snapshot shortly = {{11, {1.0005, 0.5001}}, {12, {2.00003, 0.102}}};
+    // 0.1 ms at least: beside a thread that ran 0.5 ms, one that ran 80 us
+    // and waited the whole call is not working.
+    const RunQueueWait::Snapshot shortly = {{11, {1.0005, 0.5001}}, {12, {2.00008, 0.102}}};
     EXPECT_NEAR(RunQueueWait::working_wait(before, shortly), 0.0001, 1e-9);
+    EXPECT_EQ(RunQueueWait::working_threads(before, shortly), 1);
+    // Where no thread ran 0.1 ms (the sandbox's processes alone), none works.
+    const RunQueueWait::Snapshot wakeups = {{11, {1.00005, 0.51}}, {12, {2.00003, 0.11}}};
+    EXPECT_EQ(RunQueueWait::working_wait(before, wakeups), 0);
+    EXPECT_EQ(RunQueueWait::working_threads(before, wakeups), 0);
+    // A thread id reused between the snapshots counts from zero: thread 13's
+    // counters went down, so it is a new thread that ran 2 ms and waited 1 ms.
+    const RunQueueWait::Snapshot reused = {{11, {1.010, 0.501}}, {13, {0.002, 0.001}}};
+    EXPECT_NEAR(RunQueueWait::working_wait(before, reused), 0.002, 1e-9);
+    EXPECT_NEAR(RunQueueWait::working_ran(before, reused), 0.012, 1e-9);
 }
 
 // A thread starved on its core (it ran 4 ms of a 300 ms call, as one does
@@ -51,9 +61,10 @@ TEST(RunQueueWait, AStarvedThreadIsWorking) {
     EXPECT_NEAR(RunQueueWait::working_wait(before, after), 0.296, 1e-9);
     EXPECT_EQ(RunQueueWait::working_threads(before, after), 1);
     EXPECT_TRUE(waited_for_core(RunQueueWait::working_wait(before, after), 0.004));
-    // Nothing ran at all: every thread that waited counts.
+    // Nothing ran at all: no thread is working, so no wait is seen (the
+    // price of leaving the sandbox's processes out).
     const RunQueueWait::Snapshot frozen = {{21, {5.0, 1.3}}, {22, {0.1, 0.0}}};
-    EXPECT_NEAR(RunQueueWait::working_wait(before, frozen), 0.3, 1e-9);
+    EXPECT_EQ(RunQueueWait::working_wait(before, frozen), 0);
 }
 
 TEST(RunQueueWait, WakeUpsAreNotASharedCore) {
