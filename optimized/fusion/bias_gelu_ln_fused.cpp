@@ -23,9 +23,10 @@
 // the 2-core Xeon of results/xeon-260m-kvm-2c at 16384 x 4096, 2 threads
 // (fusion-cpu.*): 23.3 ms before, 22.0 ms after.
 // Between two rows the pipeline used to stop for the variance: a second pass
-// over the row's buffer (from L1, but some 800 instructions, more than the
-// core's reorder window, so no load of the next row could issue until it was
-// done) and a chain of dependent adds, a square root and a divide. The
+// over the row's buffer (from L1, but a load, a subtract and an FMA per
+// vector: 768 instructions at hidden = 4096 with AVX-512, more than the
+// core's reorder window, so no load of the next row could issue until it
+// was done) and a chain of dependent adds, a square root and a divide. The
 // variance is now summed in the GELU pass itself, as squared deviations from
 // a shift (the mean of the row's first step: 128 values with AVX-512, 32
 // with AVX2; shifted_stats says why that loses little to cancellation), and
@@ -116,18 +117,15 @@ MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, 
     for (; j < Hv; j += W) {
         const V g = simd::gelu(simd::load<V>(x + j) + simd::load<V>(bias + j));
         simd::store(buf + j, g);
-        if constexpr (Q) {
-            s += g - cv;
-            q += (g - cv) * (g - cv);
-        } else {
-            s += g;
-        }
+        const V d = Q ? g - cv : g;
+        s += d;
+        if constexpr (Q) q += d * d;
     }
     float tail = 0, tail_q = 0;
     for (; j < H; ++j) {
-        const float g = buf[j] = simd::gelu_scalar(x[j] + bias[j]);
-        tail += Q ? g - c : g;
-        if constexpr (Q) tail_q += (g - c) * (g - c);
+        const float g = buf[j] = simd::gelu_scalar(x[j] + bias[j]), d = Q ? g - c : g;
+        tail += d;
+        if constexpr (Q) tail_q += d * d;
     }
     return {simd::hsum(s) + tail, Q ? simd::hsum(q) + tail_q : 0.0f};
 }

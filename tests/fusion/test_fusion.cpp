@@ -164,8 +164,8 @@ TEST(FusionSoftmax, OnlineRescalesOnRisingRows) {
 
 // Layer norm's variance summed in one pass (the fused rung's shifted sums)
 // loses it to cancellation where a row's mean is large against its spread,
-// unless the shift sits near the mean (E[g^2] - mean^2 in fp32 at mean 30
-// misses a variance of 1/3 by up to a few per cent): rows of GELU values
+// unless the shift sits near the mean (with the shift at 0 the fused rung
+// fails this test on both ISAs): rows of GELU values
 // around 30 with a spread of 1, rows around 30 whose first values (where
 // the shift comes from) sit at 70, and GELU's flat negative tail, on both
 // ISAs, on one thread and on two (each thread's first row takes another
