@@ -11,7 +11,8 @@
 //   KC  depth of one rank-KC update: a KC x NR micro-panel of B (32 KiB at
 //       KC=256, NR=32) stays in L1 while the kernel sweeps the A block;
 //   MC  rows of A packed at once: the MC x KC block (96 KiB) stays in L2,
-//       and the MC x NC strip of C stays in L2 across the KC blocks;
+//       and the MC x NC strip of C (384 KiB) stays in L2 across the KC
+//       blocks, beside the KC x NC slice of B (1 MiB) read through it;
 //   NC  columns of B packed at once, for all of K, as KC-deep slices: the
 //       packed block is read from L2/L3 by every MC block (and, in rung 4,
 //       by every thread).

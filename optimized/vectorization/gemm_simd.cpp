@@ -97,12 +97,20 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
     }
 }
 
-// KC*NR*4 = 32 KiB of B micro-panel for L1; MC*KC*4 = 96 KiB of A and
-// MC*NC*4 = 768 KiB of C for L2. Sized on a Xeon with a 48 KiB L1d and a
-// 2 MiB L2; fixed, not tuned per machine: on a 32 KiB L1d / 1 MiB L2 (Zen 4)
-// the B panel fills L1 and C most of L2, and lesson 01 says what that costs.
-constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 2048, &micro_avx512<12>};
-constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 2048, &micro_avx2<6>};
+// KC*NR*4 = 32 KiB of B micro-panel for L1. L2 holds what one KC slice
+// touches: the MC x KC block of A (96 KiB), the MC x NC strip of C that the
+// slice adds into (384 KiB) and the KC x NC slice of B that the micro-panels
+// are read from (1 MiB): 1.5 MiB together. Sized on a Xeon with a 48 KiB L1d
+// and a 2 MiB L2; fixed, not tuned per machine: on a 32 KiB L1d / 1 MiB L2
+// (Zen 4) the B panel fills L1 and the slice and the strip overflow L2, and
+// lesson 01 says what that costs. NC was 2048 at first: 2.9 MiB per slice,
+// past this L2, so at N = 2048 every KC slice found the C strip back in L3.
+// At 2048^3 on the Xeon of results/xeon-260m-kvm-2c (a scratch driver, 8
+// interleaved rounds in one process): one core 136 GFLOP/s at NC = 1024
+// against 103 at 2048 (1.06-1.36x round by round; 512 and 768 within a few
+// percent of 1024), two cores 249 against 229 (noisier).
+constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 1024, &micro_avx512<12>};
+constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 1024, &micro_avx2<6>};
 constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile
 
 }  // namespace

@@ -87,8 +87,8 @@ Instance prepare_unfused(Problem& p) {
 }  // namespace
 
 double ln_gelu_gemm_bytes(const Shape& s) {
-    // The GEMM rung's blocking model (kernels/vectorization/gemm_cpu.hpp: MC = 96, NC = 2048).
-    return gemm::bytes_blocked(Shape{{{"m", s["m"]}, {"n", s["n"]}, {"k", s["k"]}}}, 96, 2048);
+    // The GEMM rung's blocking model (kernels/vectorization/gemm_cpu.hpp).
+    return gemm::cpu::simd_bytes(Shape{{{"m", s["m"]}, {"n", s["n"]}, {"k", s["k"]}}}, DType::f32);
 }
 
 }  // namespace mw::fusion

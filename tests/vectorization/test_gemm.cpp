@@ -1,5 +1,6 @@
 // Every GEMM variant against the fp64 oracle: odd shapes first (1, 7, 33,
-// 127, 129), then 1000 and non-square ones, including K = 1 and N = 1.
+// 127, 129), then 1000 and non-square ones, including K = 1, N = 1 and an N
+// just past one column block of the packed rungs.
 // CUDA variants run only where a GPU exists and are SKIPPED otherwise;
 // cuda-emu variants run everywhere (the CUDA sources executed on the CPU).
 #include <gtest/gtest.h>
@@ -31,6 +32,7 @@ std::vector<mw::Shape> shapes(const std::string& /*op*/, bool emu) {
     if (!emu) {
         add(1000, 1000, 1000);
         add(1000, 333, 517);
+        add(65, 1057, 300);  // N past one NC block (1024) of rungs 3-4, by 33 columns: a second, ragged block
     }
     return s;
 }
