@@ -103,7 +103,7 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
 // are read from (1 MiB): 1.5 MiB together. Sized on a Xeon with a 48 KiB L1d
 // and a 2 MiB L2; fixed, not tuned per machine: on a 32 KiB L1d / 1 MiB L2
 // (Zen 4) the B panel fills L1 and the slice and the strip overflow L2, and
-// lesson 01 says what that costs. NC was 2048 at first: 2.9 MiB per slice,
+// lesson 01 says what that costs. NC was 2048 at first: 2.8 MiB per slice,
 // past this L2, so at N = 2048 every KC slice found the C strip back in L3.
 // At 2048^3 on the Xeon of results/xeon-260m-kvm-2c (a scratch driver, 8
 // interleaved rounds in one process): one core 136 GFLOP/s at NC = 1024

@@ -14,8 +14,8 @@
 //     writing a disjoint strip of C.
 // FLOPs and bytes per thread are 1/T of rung 3's and B is still packed once,
 // so the expected speedup is ~T (2 here) while each core stays FMA-bound.
-// The price is two barriers per NC block (one per call up to N = 1024) and
-// idle time at the last one when the blocks don't divide evenly. Few
+// The price is two barriers per NC block (a call up to N = 1024 is one NC
+// block) and idle time at the last one when the blocks don't divide evenly. Few
 // barriers and dynamic blocks matter on a shared machine: a barrier waits for
 // the slowest thread, and a thread whose core is lent to another process is
 // slow, so it simply takes fewer blocks.
