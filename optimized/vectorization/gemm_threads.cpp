@@ -2,23 +2,29 @@
 //
 // Change from rung 3: nothing in the arithmetic. The same packing and the same
 // micro-kernel (kernels/vectorization/gemm_cpu.hpp) run inside one OpenMP parallel region:
-//   - the packed B block (K x NC) is shared: the threads pack its panels
-//     between them, then wait at a barrier;
+//   - all of B is packed once, NC-column block after NC-column block, and
+//     shared: the threads pack its panels between them, then wait at the
+//     call's one barrier;
 //   - the rows of C are cut into blocks of whole MR-row tiles: the fewest
 //     blocks of at most MC rows, rounded up to a multiple of the thread
 //     count, the tiles shared out evenly (12 blocks of 84-96 rows at M = 1024
 //     on 2 threads, where blocks of MC = 96 would be 10 of 96 and one of 64:
 //     one thread then does 544 rows and the other 480);
-//   - the blocks are dealt out to the threads dynamically; each thread packs
-//     its A block into its own buffer and runs rung 3's KC loop on it,
-//     writing a disjoint strip of C.
+//   - the pieces of C, a row block by an NC-column block each, are dealt out
+//     to the threads dynamically; each thread packs its A block into its own
+//     buffer and runs rung 3's KC loop on it, writing a disjoint tile of C.
 // FLOPs and bytes per thread are 1/T of rung 3's and B is still packed once,
 // so the expected speedup is ~T (2 here) while each core stays FMA-bound.
-// The price is two barriers per NC block (a call up to N = 1024 is one NC
-// block) and idle time at the last one when the blocks don't divide evenly. Few
-// barriers and dynamic blocks matter on a shared machine: a barrier waits for
-// the slowest thread, and a thread whose core is lent to another process is
-// slow, so it simply takes fewer blocks.
+// The price is the barrier after the packing and idle time at the end when
+// the pieces don't divide evenly. Few barriers and small dynamic pieces
+// matter on a shared machine: a barrier waits for the slowest thread, and a
+// thread whose core is lent to another process is slow, so it simply takes
+// fewer pieces. (Packing B one NC block at a time, as rung 3 does, cost two
+// barriers per NC block, and at each the wait for the last piece: at 2048^3
+// on 2 cores, two NC blocks of 22 pieces of ~3 ms, so two such tails where
+// there is one now. A scratch driver there, on the Xeon of
+// results/xeon-260m-kvm-2c, 10 interleaved rounds of 2 calls each: 248
+// GFLOP/s on the mean against 235, best 266 against 251, ahead in 9 rounds.)
 #include <omp.h>
 
 #include <algorithm>
@@ -32,39 +38,40 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
     const cpu::Kernel& k = cpu::select_kernel();
     const int threads = omp_get_max_threads();
     const long a_floats = cpu::packed_a_floats(std::min(k.mc, M), std::min(k.kc, K), k.mr);
-    float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, std::min(k.nc, N), k.nr));
+    // Packed B: the NC blocks one after the other, each as rung 3 packs one
+    // (KC-deep slices of NR-column panels); block jc starts jc * K floats in.
+    float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, N, k.nr));
     // Row block b is C's rows [row0(b), row0(b + 1)): tiles dealt evenly.
     const int tiles = (M + k.mr - 1) / k.mr, per_block = k.mc / k.mr;
     const int blocks = std::min(tiles, (tiles + per_block * threads - 1) / (per_block * threads) * threads);
     auto row0 = [&](int b) { return std::min(M, int(long(b) * tiles / blocks) * k.mr); };
+    const int col_blocks = (N + k.nc - 1) / k.nc;
 
 #pragma omp parallel num_threads(threads)
     {
         float* Ap = cpu::thread_scratch_a(a_floats);
-        for (int jc = 0; jc < N; jc += k.nc) {
-            const int nc = std::min(k.nc, N - jc);
-            // The threads pack B's KC x NR panels between them; the loop's
-            // implicit barrier makes the whole block visible before anyone
-            // reads it.
+        // The threads pack B's KC x NR panels between them; the loop's
+        // implicit barrier makes all of it visible before anyone reads it.
 #pragma omp for collapse(2) schedule(dynamic, 4)
-            for (int pc = 0; pc < K; pc += k.kc)
-                for (int j = 0; j < nc; j += k.nr) {
-                    const int kc = std::min(k.kc, K - pc);
-                    cpu::pack_b(B + long(pc) * N + jc + j, N, kc, std::min(k.nr, nc - j), k.nr,
-                                cpu::packed_b_slice(Bp, pc, nc, k.nr) + long(j) * kc);
-                }
-            // Row blocks are dealt out one at a time, so a core slowed by
-            // other work simply takes fewer; each thread packs its own A. The
-            // implicit barrier keeps B from being repacked while still read.
+        for (int pc = 0; pc < K; pc += k.kc)
+            for (int j = 0; j < N; j += k.nr) {
+                const int jc = j / k.nc * k.nc, nc = std::min(k.nc, N - jc), kc = std::min(k.kc, K - pc);
+                cpu::pack_b(B + long(pc) * N + j, N, kc, std::min(k.nr, N - j), k.nr,
+                            cpu::packed_b_slice(Bp + long(jc) * K, pc, nc, k.nr) + long(j - jc) * kc);
+            }
+        // Pieces of C (row block, column block) are dealt out one at a time,
+        // so a core slowed by other work simply takes fewer; each thread
+        // packs its own A block.
 #pragma omp for schedule(dynamic, 1)
-            for (int b = 0; b < blocks; ++b) {
-                const int ic = row0(b), mc = row0(b + 1) - ic;
-                for (int pc = 0; pc < K; pc += k.kc) {
-                    const int kc = std::min(k.kc, K - pc);
-                    cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap);
-                    cpu::macro_kernel(k, mc, nc, kc, Ap, cpu::packed_b_slice(Bp, pc, nc, k.nr),
-                                      C + long(ic) * N + jc, N, pc > 0);
-                }
+        for (int piece = 0; piece < blocks * col_blocks; ++piece) {
+            const int b = piece / col_blocks, ic = row0(b), mc = row0(b + 1) - ic;
+            const int jc = piece % col_blocks * k.nc, nc = std::min(k.nc, N - jc);
+            float* Bj = Bp + long(jc) * K;
+            for (int pc = 0; pc < K; pc += k.kc) {
+                const int kc = std::min(k.kc, K - pc);
+                cpu::pack_a(A + long(ic) * K + pc, K, mc, kc, k.mr, Ap);
+                cpu::macro_kernel(k, mc, nc, kc, Ap, cpu::packed_b_slice(Bj, pc, nc, k.nr),
+                                  C + long(ic) * N + jc, N, pc > 0);
             }
         }
     }
