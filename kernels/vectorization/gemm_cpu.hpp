@@ -1,7 +1,8 @@
 // The packed SIMD GEMM, as other code calls it: the pieces of the SIMD GEMM
 // rungs (optimized/vectorization/gemm_simd.cpp, rung 3, defines them, since
-// they are its lesson; gemm_threads.cpp, rung 4, reuses them so that the diff
-// between the two rungs is only the OpenMP split), and rung 4 as a function
+// they are its lesson; gemm_threads.cpp, rung 4, reuses them, so that the
+// diff between the two rungs is the OpenMP split and the order it needs: all
+// of B packed before any piece of C), and rung 4 as a function
 // (the fusion lever's ln_gelu and softmax_v rungs multiply with it).
 //
 // The design is GotoBLAS/BLIS's: C is computed in MR x NR register tiles; A is
@@ -16,8 +17,10 @@
 //   NC  columns of B packed at once, for all of K, as KC-deep slices: the
 //       packed block is read from L2/L3 by every MC block (and, in rung 4,
 //       by every thread).
-// Loop nest:  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
-//             pack A[ic, pc]; macro_kernel
+// Loop nest (rung 3):  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
+//                      pack A[ic, pc]; macro_kernel
+// Rung 4 packs every NC block of B first, then deals out (ic, jc) pieces,
+// each running the same pc loop.
 #pragma once
 
 #include <cstdlib>
@@ -43,7 +46,7 @@ struct View {
     static View transposed(const float* p, long ld) { return {p, 1, ld}; }  // the transpose of a row-major matrix
 };
 // C[M x N] (row stride ldc) = A[M x K] B[K x N], or += when `accumulate`.
-// gemm_ex uses all OpenMP threads (rung 4's split); gemm_ex_serial one
+// gemm_ex uses all OpenMP threads (2-D tiles of C, gemm_ex.cpp); gemm_ex_serial one
 // thread (rung 3), for callers that parallelize over many small products
 // (attention heads) themselves.
 void gemm_ex(View A, View B, float* C, long ldc, int M, int N, int K, bool accumulate);

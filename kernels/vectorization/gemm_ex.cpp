@@ -4,7 +4,7 @@
 // and backward passes (model/, optimized/model/). Same pack
 // layout, same micro-kernel and same cache blocks (select_kernel()); only
 // the packing reads through a strided view, and the threaded version deals
-// out 2-D tiles of C instead of row blocks.
+// out 2-D tiles of C (MC rows by NR-multiple column strips) per NC block.
 //
 // Why 2-D tiles: the backward pass's weight gradients are dW = X^T dY with
 // M = d_in (256..704 rows) and K = tokens (thousands), so rung 4's split of

@@ -15,6 +15,8 @@
 // Bytes: B is packed once and its packed copy streamed from L2/L3 once per
 // MC-row block; A is packed once per NC-column block; C stays in L2 while its
 // MC-row strip is being summed. FLOPs: 2*M*N*K (padding lanes aside).
+// Packing A asks for the next four rows of the block while it transposes the
+// current four (short runs the hardware prefetcher does not get ahead of).
 // The packing buffers are the calling thread's and kept from call to call
 // (thread_scratch_a/b in kernels/vectorization/gemm_cpu.hpp): a timed call
 // pays for packing, not for faulting in fresh pages.
@@ -112,6 +114,9 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
 constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 1024, &micro_avx512<12>};
 constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 1024, &micro_avx2<6>};
 constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile
+// Rung 4 places NC block jc at jc * K floats of its packed B: whole panels only.
+static_assert(kAvx512.nc % kAvx512.nr == 0 && kAvx2.nc % kAvx2.nr == 0, "NC must be a multiple of NR");
+static_assert(kAvx512.mc % kAvx512.mr == 0 && kAvx2.mc % kAvx2.mr == 0, "MC must be a multiple of MR");
 
 }  // namespace
 

@@ -15,12 +15,14 @@
 //     buffer and runs rung 3's KC loop on it, writing a disjoint tile of C.
 // FLOPs and bytes per thread are 1/T of rung 3's and B is still packed once,
 // so the expected speedup is ~T (2 here) while each core stays FMA-bound.
-// The price is the barrier after the packing and idle time at the end when
-// the pieces don't divide evenly. Few barriers and small dynamic pieces
+// The price is the barrier after the packing, idle time at the end when
+// the pieces don't divide evenly, and a packed copy as large as B (rung 3
+// holds K x NC of it). Few barriers and small dynamic pieces
 // matter on a shared machine: a barrier waits for the slowest thread, and a
 // thread whose core is lent to another process is slow, so it simply takes
-// fewer pieces. (Packing B one NC block at a time, as rung 3 does, cost two
-// barriers per NC block, and at each the wait for the last piece: at 2048^3
+// fewer pieces. (This rung first packed B one NC block at a time, as rung 3
+// does, which cost two barriers per NC block, and at each the wait for the
+// last piece: at 2048^3
 // on 2 cores, two NC blocks of 22 pieces of ~3 ms, so two such tails where
 // there is one now. A scratch driver there, on the Xeon of
 // results/xeon-260m-kvm-2c, 10 interleaved rounds of 2 calls each: 248
@@ -82,8 +84,8 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
 MW_REGISTER_VARIANT(gemm_threads_cpu, {
     .name = "threads", .op = "gemm", .lever = "vectorization",
     .role = mw::Role::optimized, .backend = mw::Backend::cpu, .rung = 4,
-    .rationale = "the rung-3 kernel on every core: threads share the packed B block and "
-                 "split the rows of C, so FLOP/s scale with the core count",
+    .rationale = "the rung-3 kernel on every core: threads share one packed copy of B and "
+                 "take pieces of C, so FLOP/s scale with the core count",
     .needs = {"avx2"},
     .bytes = mw::gemm::cpu::simd_bytes,
     .prepare = mw::gemm::cpu_adapter(&mw::gemm::gemm_threads) });
