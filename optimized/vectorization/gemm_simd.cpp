@@ -107,10 +107,10 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
 // (Zen 4) the B panel fills L1 and the slice and the strip overflow L2, and
 // lesson 01 says what that costs. NC was 2048 at first: 2.8 MiB per slice,
 // past this L2, so at N = 2048 every KC slice found the C strip back in L3.
-// At 2048^3 on the Xeon of results/xeon-260m-kvm-2c (a scratch driver, 8
-// interleaved rounds in one process): one core 136 GFLOP/s at NC = 1024
-// against 103 at 2048 (1.06-1.36x round by round; 512 and 768 within a few
-// percent of 1024), two cores 249 against 229 (noisier).
+// On the Xeon of results/xeon-260m-kvm-2c, `memwall run gemm --variant
+// threads --variant openblas --skip-naive --shape m=2048,n=2048,k=2048
+// --threads 1 --rounds 3`: 110 GFLOP/s (0.71x OpenBLAS) at NC = 2048, 142
+// (0.913x) at NC = 1024, OpenBLAS's best the same in both runs.
 constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 1024, &micro_avx512<12>};
 constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 1024, &micro_avx2<6>};
 constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile

@@ -22,9 +22,8 @@
 // thread whose core is lent to another process is slow, so it simply takes
 // fewer pieces. (This rung first packed B one NC block at a time, as rung 3
 // does, which cost two barriers per NC block, and at each the wait for the
-// last piece: at 2048^3
-// on 2 cores, two NC blocks of 22 pieces of ~3 ms, so two such tails where
-// there is one now. A scratch driver there, on the Xeon of
+// last piece: at 2048^3 on 2 cores, two NC blocks of 22 pieces of ~3 ms, so
+// two such tails where there is one now. A scratch driver there, on the Xeon of
 // results/xeon-260m-kvm-2c, 10 interleaved rounds of 2 calls each: 248
 // GFLOP/s on the mean against 235, best 266 against 251, ahead in 9 rounds.)
 #include <omp.h>

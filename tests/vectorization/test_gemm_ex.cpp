@@ -67,6 +67,7 @@ void check_all(const Shape& s, const std::string& isa) {
             }
         }
     const long ldc = s.N + 5;
+    const int threads_before = omp_get_max_threads();
     const float sentinel = 12345.0f;
     for (bool ta : {false, true})
         for (bool tb : {false, true})
@@ -103,7 +104,7 @@ void check_all(const Shape& s, const std::string& isa) {
                             }
                     }
                 }
-    omp_set_num_threads(omp_get_num_procs());
+    omp_set_num_threads(threads_before);
 }
 
 const Shape kOdd[] = {{1, 1, 1}, {7, 7, 7}, {33, 1, 129}, {1, 33, 7}, {129, 127, 33}, {65, 77, 300}};
