@@ -57,8 +57,12 @@ namespace mw::gemm::cpu {
 
 // C[0:MR, 0:NR] (+)= Ap * Bp for one full register tile; `ldc` is C's row
 // stride; `accumulate` false overwrites C (the first KC block, beta = 0).
+// `next` is where to prefetch into L2 while the tile is summed: one 64-byte
+// line per four steps of k, kc / 4 lines from `next` on (macro_kernel points
+// it at the B micro-panel that comes after this one; prefetching never
+// faults, but it must not be null).
 using MicroKernel = void (*)(int kc, const float* Ap, const float* Bp, float* C, int ldc,
-                             bool accumulate);
+                             bool accumulate, const float* next);
 
 // One ISA's micro-kernel and the cache blocking tuned for it.
 struct Kernel {
