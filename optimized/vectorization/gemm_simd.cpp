@@ -45,8 +45,6 @@ namespace mw::gemm::cpu {
 
 namespace {
 
-// MR broadcasts of A times two NR/2-wide vectors of B per step of k; the MR x 2
-// accumulators never leave registers until the end of the KC sweep.
 // One step of k: MR broadcasts of A times two NR/2-wide vectors of B.
 template <int MR>
 MW_TARGET_AVX512 [[gnu::always_inline]] inline void step_avx512(const float*& a, const float*& b, __m512 (&c0)[MR],
@@ -62,6 +60,8 @@ MW_TARGET_AVX512 [[gnu::always_inline]] inline void step_avx512(const float*& a,
     b += 32;
 }
 
+// KC steps on one tile; the MR x 2 accumulators never leave registers until
+// the end of the sweep. Every fourth step also asks for one line of `next`.
 template <int MR>
 MW_TARGET_AVX512
 void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate, const float* next) {
