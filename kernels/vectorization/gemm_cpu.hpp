@@ -58,9 +58,12 @@ namespace mw::gemm::cpu {
 // C[0:MR, 0:NR] (+)= Ap * Bp for one full register tile; `ldc` is C's row
 // stride; `accumulate` false overwrites C (the first KC block, beta = 0).
 // `next` is where to prefetch into L2 while the tile is summed: one 64-byte
-// line per four steps of k, kc / 4 lines from `next` on (macro_kernel points
-// it at the B micro-panel that comes after this one; prefetching never
-// faults, but it must not be null).
+// line (kLineFloats) every kPrefetchEvery steps of k, so the floats
+// [next, next + kc / kPrefetchEvery * kLineFloats) must lie in one buffer
+// (the kernel steps the pointer along; a prefetch never faults, but pointer
+// arithmetic outside a buffer, or on null, is undefined). macro_kernel
+// points it at this tile's share of the next B micro-panel.
+constexpr int kLineFloats = 16, kPrefetchEvery = 4;
 using MicroKernel = void (*)(int kc, const float* Ap, const float* Bp, float* C, int ldc,
                              bool accumulate, const float* next);
 
@@ -111,6 +114,9 @@ float* thread_scratch_b(long floats);
 
 // C[0:mc, 0:nc] (+)= packed A block * packed B block, tile by tile; edge tiles
 // go through a scratch tile so the micro-kernel only ever sees full tiles.
+// While it goes, it prefetches the next B micro-panel (into L2, a share per
+// tile, through the micro-kernel) and, before each tile, the next tile's
+// rows of C (into L1).
 void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,
                   float* C, int ldc, bool accumulate);
 

@@ -18,12 +18,14 @@
 // Packing A asks for the next four rows of the block while it transposes the
 // current four (short runs the hardware prefetcher does not get ahead of).
 // While a tile is summed the micro-kernel asks for a share of the next B
-// micro-panel into L2 (a line per four steps of k), so the first tile on each
-// panel finds it there rather than out in L3 or DRAM. At 2048^3 on the Xeon
+// micro-panel into L2 (a line per four steps of k), so the first tile on a
+// panel finds it there rather than out in L3 or DRAM (all of it when the
+// block has at least 8 tiles of AVX-512, 4 of AVX2; the first panel of a
+// call is not prefetched). At 2048^3 on the Xeon
 // of results/xeon-260m-kvm-2c (scratch driver, old and new interleaved, a
 // busy day): two cores 207 against 188 GFLOP/s on the mean, ahead in 7
 // rounds of 8; one core 101 against 82, ahead in 6 of 6. Before each tile
-// the macro-kernel also asks for the next tile's rows of C (two cores, same
+// the macro-kernel also asks for the next tile's rows of C, into L1 (two cores, same
 // driver: 2048^3 219 against 200 on the mean, ahead in 10 rounds of 10, the
 // best the same; 1024^3 within the noise).
 // The packing buffers are the calling thread's and kept from call to call
@@ -35,6 +37,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -65,6 +68,7 @@ MW_TARGET_AVX512 [[gnu::always_inline]] inline void step_avx512(const float*& a,
 
 // KC steps on one tile; the MR x 2 accumulators never leave registers until
 // the end of the sweep. Every fourth step also asks for one line of `next`.
+// (micro_avx2 below is the same on 8-lane vectors.)
 template <int MR>
 MW_TARGET_AVX512
 void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, bool accumulate, const float* next) {
@@ -72,10 +76,10 @@ void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, boo
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
     int p = 0;
-    for (; p + 4 <= kc; p += 4, next += 16) {
+    for (; p + kPrefetchEvery <= kc; p += kPrefetchEvery, next += kLineFloats) {
         __builtin_prefetch(next, 0, 2);
-#pragma GCC unroll 1  // unrolled, GCC runs out of registers and spills accumulators
-        for (int u = 0; u < 4; ++u) step_avx512<MR>(a, b, c0, c1);
+#pragma GCC unroll 1  // kept rolled: unrolled, GCC 12 runs out of registers and spills accumulators
+        for (int u = 0; u < kPrefetchEvery; ++u) step_avx512<MR>(a, b, c0, c1);
     }
     for (; p < kc; ++p) step_avx512<MR>(a, b, c0, c1);
 #pragma GCC unroll 16
@@ -90,6 +94,7 @@ void micro_avx512(int kc, const float* a, const float* b, float* c, int ldc, boo
     }
 }
 
+// One step of k: MR broadcasts of A times two NR/2-wide vectors of B.
 template <int MR>
 MW_TARGET_AVX2 [[gnu::always_inline]] inline void step_avx2(const float*& a, const float*& b, __m256 (&c0)[MR],
                                                           __m256 (&c1)[MR]) {
@@ -111,10 +116,10 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
     int p = 0;
-    for (; p + 4 <= kc; p += 4, next += 16) {
+    for (; p + kPrefetchEvery <= kc; p += kPrefetchEvery, next += kLineFloats) {
         __builtin_prefetch(next, 0, 2);
-#pragma GCC unroll 1  // unrolled, GCC runs out of registers and spills accumulators
-        for (int u = 0; u < 4; ++u) step_avx2<MR>(a, b, c0, c1);
+#pragma GCC unroll 1  // kept rolled: unrolled, GCC 12 runs out of registers and spills accumulators
+        for (int u = 0; u < kPrefetchEvery; ++u) step_avx2<MR>(a, b, c0, c1);
     }
     for (; p < kc; ++p) step_avx2<MR>(a, b, c0, c1);
 #pragma GCC unroll 16
@@ -210,7 +215,9 @@ void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, cons
                   float* C, int ldc, bool accumulate) {
     // jr outer, ir inner: one KC x NR micro-panel of B stays in L1 while the
     // kernel sweeps the whole packed A block out of L2.
-    const long panel = long(k.nr) * kc, share = kc / 4 * 16;  // floats: a micro-panel, one tile's prefetch
+    // Floats in a micro-panel of B, and in the share of the next one that
+    // each tile's kernel prefetches.
+    const long panel = long(k.nr) * kc, share = kc / kPrefetchEvery * kLineFloats;
     for (int j = 0; j < nc; j += k.nr) {
         const int cols = std::min(k.nr, nc - j);
         const float* b = Bp + long(j) * kc;
@@ -218,23 +225,33 @@ void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, cons
             const int rows = std::min(k.mr, mc - i);
             const float* a = Ap + long(i) * kc;
             float* c = C + long(i) * ldc + j;
-            // The next micro-panel of B, asked into L2 a share per tile (its
-            // lines spread over this panel's tiles; the last tiles re-ask for
-            // its tail when there are more tiles than shares). The first
-            // tile on a panel would otherwise find it out in L3 or DRAM and
-            // read it at a line every few cycles, more than the memory gives
-            // one core. The last panel has no next one here: it asks for its
-            // own lines, already in L1.
-            const float* next = j + k.nr < nc ? b + panel + std::min(long(i / k.mr) * share, panel - share) : b;
-            // The next tile's rows of C, asked for with intent to write: the
+            // Tile t on this panel asks for share t of the next micro-panel of
+            // B, into L2: with at least panel / share tiles (8 for AVX-512's
+            // 12 x 32 at any KC) the next panel arrives whole; past that the
+            // last share is asked for again. Without it, the first tile on a
+            // panel finds it out in L3 or DRAM (its slice was last used a
+            // row block ago) and reads it at a line every few cycles, more
+            // than the memory gives one core. The last panel has no next one
+            // in this block: it asks for its own first share, already in L1.
+            const float* next = b;
+            if (j + k.nr < nc) next = b + panel + std::min(long(i / k.mr) * share, panel - share);
+            // The next tile's rows of C, into L1 (a read prefetch, prefetcht0,
+            // the one measured; prefetchw needs the prfchw target): the
             // kernel's last act on a tile is to load (when accumulating) and
-            // store its C rows, each a miss when the strip has left L1 (and
-            // on the first KC slice, when C comes from memory).
-            const int ni = i + k.mr < mc ? i + k.mr : 0, nj = i + k.mr < mc ? j : j + k.nr;
-            if (nj < nc)
-                for (int r = 0, nrows = std::min(k.mr, mc - ni); r < nrows; ++r)
-                    for (int q = 0; q < std::min(k.nr, nc - nj); q += 16)
-                        __builtin_prefetch(C + long(ni + r) * ldc + nj + q, 1, 3);
+            // store its C rows, each a miss once the strip has left L1, and
+            // on the first KC slice a miss all the way to memory.
+            int ni = i + k.mr, nj = j;
+            if (ni >= mc) ni = 0, nj += k.nr;
+            if (nj < nc) {
+                const int nrows = std::min(k.mr, mc - ni), ncols = std::min(k.nr, nc - nj);
+                for (int r = 0; r < nrows; ++r) {
+                    // every line the row's ncols floats touch (the row need not start on one)
+                    const auto first = reinterpret_cast<std::uintptr_t>(C + long(ni + r) * ldc + nj) / 64 * 64;
+                    const auto last = reinterpret_cast<std::uintptr_t>(C + long(ni + r) * ldc + nj + ncols - 1);
+                    for (auto line = first; line <= last; line += 64)
+                        __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+                }
+            }
             if (rows == k.mr && cols == k.nr) {
                 k.micro(kc, a, b, c, ldc, accumulate, next);
                 continue;
