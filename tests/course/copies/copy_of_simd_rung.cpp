@@ -1,11 +1,12 @@
 // gemm exercise -- my fast version (packing + register tile kernel)
 #include <immintrin.h>
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace {
 
-constexpr int TILE_R = 6, TILE_C = 16, DEPTH = 256, ROWS_BLK = 96, COLS_BLK = 2048;
+constexpr int TILE_R = 6, TILE_C = 16, DEPTH = 256, ROWS_BLK = 96, COLS_BLK = 1024, EVERY = 4, LINE = 16;
 
 void pack_rhs(const float *src, int stride, int depth, int width, int step, float *dst)
 {
@@ -22,27 +23,39 @@ void pack_rhs(const float *src, int stride, int depth, int width, int step, floa
     }
 }
 
+// one k step of the register tile
+template <int R>
+__attribute__((target("avx2,fma"))) [[gnu::always_inline]] inline void one_step(const float *&lhs, const float *&rhs,
+                                                                               __m256 (&acc0)[R], __m256 (&acc1)[R])
+{
+    const __m256 v0 = _mm256_load_ps(rhs), v1 = _mm256_load_ps(rhs + 8);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+    {
+        const __m256 s = _mm256_broadcast_ss(lhs + r);
+        acc0[r] = _mm256_fmadd_ps(s, v0, acc0[r]);
+        acc1[r] = _mm256_fmadd_ps(s, v1, acc1[r]);
+    }
+    lhs += R;
+    rhs += 16;
+}
+
 // register-tiled inner kernel
 template <int R>
 __attribute__((target("avx2,fma")))
-void tile_kernel(int depth, const float *lhs, const float *rhs, float *out, int ld, bool add)
+void tile_kernel(int depth, const float *lhs, const float *rhs, float *out, int ld, bool add, const float *ahead)
 {
     __m256 acc0[R], acc1[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
-    for (int d = 0; d < depth; ++d)
+    int d = 0;
+    for (; d + EVERY <= depth; d += EVERY, ahead += LINE)
     {
-        const __m256 v0 = _mm256_load_ps(rhs), v1 = _mm256_load_ps(rhs + 8);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-        {
-            const __m256 s = _mm256_broadcast_ss(lhs + r);
-            acc0[r] = _mm256_fmadd_ps(s, v0, acc0[r]);
-            acc1[r] = _mm256_fmadd_ps(s, v1, acc1[r]);
-        }
-        lhs += R;
-        rhs += 16;
+        __builtin_prefetch(ahead, 0, 2);
+#pragma GCC unroll 1
+        for (int u = 0; u < EVERY; ++u) one_step<R>(lhs, rhs, acc0, acc1);
     }
+    for (; d < depth; ++d) one_step<R>(lhs, rhs, acc0, acc1);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
     {
@@ -73,6 +86,7 @@ void pack_lhs(const float *src, int stride, int rows_n, int depth, int step, flo
 
 void block_multiply(int rows_n, int cols_n, int depth, const float *L, const float *Rp, float *out, int ld, bool add)
 {
+    const long pan = long(TILE_C) * depth, part = depth / EVERY * LINE;
     for (int c = 0; c < cols_n; c += TILE_C)
     {
         const int w = std::min(TILE_C, cols_n - c);
@@ -82,13 +96,28 @@ void block_multiply(int rows_n, int cols_n, int depth, const float *L, const flo
             const int h = std::min(TILE_R, rows_n - r);
             const float *lhs = L + long(r) * depth;
             float *o = out + long(r) * ld + c;
+            const float *ahead = rhs;
+            if (c + TILE_C < cols_n) ahead = rhs + pan + std::min(long(r / TILE_R) * part, pan - part);
+            int nr_ = r + TILE_R, nc_ = c;
+            if (nr_ >= rows_n) nr_ = 0, nc_ += TILE_C;
+            if (nc_ < cols_n)
+            {
+                const int hh = std::min(TILE_R, rows_n - nr_), ww = std::min(TILE_C, cols_n - nc_);
+                for (int i = 0; i < hh; ++i)
+                {
+                    const auto lo = reinterpret_cast<std::uintptr_t>(out + long(nr_ + i) * ld + nc_) / 64 * 64;
+                    const auto hi = reinterpret_cast<std::uintptr_t>(out + long(nr_ + i) * ld + nc_ + ww - 1);
+                    for (auto q = lo; q <= hi; q += 64)
+                        __builtin_prefetch(reinterpret_cast<const void *>(q), 0, 3);
+                }
+            }
             if (h == TILE_R && w == TILE_C)
             {
-                tile_kernel<TILE_R>(depth, lhs, rhs, o, ld, add);
+                tile_kernel<TILE_R>(depth, lhs, rhs, o, ld, add, ahead);
                 continue;
             }
             alignas(64) float scratch[TILE_R * TILE_C];
-            tile_kernel<TILE_R>(depth, lhs, rhs, scratch, TILE_C, false);
+            tile_kernel<TILE_R>(depth, lhs, rhs, scratch, TILE_C, false, ahead);
             for (int i = 0; i < h; ++i)
                 for (int j = 0; j < w; ++j)
                     o[long(i) * ld + j] = scratch[i * TILE_C + j] + (add ? o[long(i) * ld + j] : 0.0f);
