@@ -31,7 +31,9 @@
 // (measured once per process; MEMWALL_BF16=dot|fma forces either; the row's
 // `path` names the one that ran).
 // AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
-// vpmaddwd for int, widen + FMA for bf16). Numerics: as rung 5 (fp32: as
+// vpmaddwd for int, widen + FMA for bf16), each half swept on its own over a
+// short stretch of k so that b = 8 needs 8 accumulators, not 16 (AVX2 has 16
+// registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
 // rung 1), except int4's x, which is int8 per block of 256 (a whole number of
 // groups, as llama.cpp's Q8_K) rather than per group: at b = 8 the loop is
 // bound by vector-op throughput (vpdpbusd shares the pipes with the FMAs), and
@@ -355,88 +357,166 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
 }
 
 // --- AVX2: the same panels as two halves of 8 rows --------------------------------
+//
+// AVX2 has 16 vector registers, not 32: b = 8 items x 2 halves would need 16
+// accumulators before a single weight is loaded, and GCC spilled them (on the
+// Zen 3 EPYC of results/epyc-zen3-kvm-2c, b = 8 cost 2.2-3.7x b = 1 for bf16,
+// int8 and int4 at 8192^2, where the arithmetic allows ~1.1-1.3x). So each
+// half is swept on its own over a short stretch of k: one zero-point group
+// (int) or kAvx2Stretch steps (float). The first half's sweep brings the
+// stretch's 64-byte lines in from memory, the second finds them in L1, and
+// every batch item needs one accumulator per sweep, 8 at b = 8. The per-half
+// float sums wait in a small array between stretches (a load, an add and a
+// store per item and stretch).
+constexpr std::int64_t kAvx2Stretch = 32;  // float: steps per stretch (2 KiB of panel)
 
+// Writes the float sums [NB][2 halves][8 rows] to y.
+template <int NB>
+MW_TARGET_AVX2 void store_halves(const Args& a, std::int64_t p, std::int64_t b0, const float (&f)[NB][2][8]) {
+    for (int h = 0; h < 2; ++h)
+        for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, _mm256_load_ps(f[bb][h]));
+}
+
+// int4, HS halves (both for few items, else one), one group of `steps`
+// 64-byte steps: iacc[bb][hs] += the group's integer dot products. The two
+// nibbles' vpmaddubsw sums add up in 16 bits over up to 4 steps
+// (|w x| <= 15 * 128, so a lane holds at most 4 x 2 x 2 x 1920 = 30720 <
+// 32767) before one vpmaddwd widens them: per item and step 2 multiplies and
+// 2 adds, against 3 and 2 widening every step.
+template <int NB, int HS>
+MW_TARGET_AVX2 void group_i4_avx2(const std::uint8_t* w, const std::uint32_t* x, std::int64_t b, std::int64_t steps,
+                                  __m256i (&iacc)[NB][HS]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    for (std::int64_t t0 = 0; t0 < steps; t0 += 4) {
+        __m256i s16[NB][HS];
+        for (int bb = 0; bb < NB; ++bb)
+            for (int hs = 0; hs < HS; ++hs) s16[bb][hs] = _mm256_setzero_si256();
+        for (std::int64_t t = t0; t < std::min(steps, t0 + 4); ++t) {
+            const std::uint32_t* xt = x + 2 * t * b;  // quads k..k+3 of every item, then k+4..k+7
+            for (int hs = 0; hs < HS; ++hs) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * t + 32 * hs));
+                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                for (int bb = 0; bb < NB; ++bb)
+                    s16[bb][hs] = _mm256_add_epi16(
+                        s16[bb][hs], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(int(xt[bb]))),
+                                                      _mm256_maddubs_epi16(hi, _mm256_set1_epi32(int(xt[b + bb])))));
+            }
+        }
+        for (int bb = 0; bb < NB; ++bb)
+            for (int hs = 0; hs < HS; ++hs) iacc[bb][hs] = _mm256_add_epi32(iacc[bb][hs], _mm256_madd_epi16(s16[bb][hs], ones));
+    }
+}
+
+// int8 (stored as q + 128), HS halves, one block of x: back to signed q,
+// then |q| against sign(x, q), which keeps vpmaddubsw out of 16-bit saturation.
+template <int NB, int HS>
+MW_TARGET_AVX2 void group_i8_avx2(const std::uint8_t* w, const std::uint32_t* x, std::int64_t b, std::int64_t steps,
+                                  __m256i (&iacc)[NB][HS]) {
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
+    for (std::int64_t t = 0; t < steps; ++t)
+        for (int hs = 0; hs < HS; ++hs) {
+            const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * t + 32 * hs)), flip);
+            const __m256i aq = _mm256_abs_epi8(q);
+            for (int bb = 0; bb < NB; ++bb) {
+                const __m256i s = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(_mm256_set1_epi32(int(x[t * b + bb])), q));
+                iacc[bb][hs] = _mm256_add_epi32(iacc[bb][hs], _mm256_madd_epi16(s, ones));
+            }
+        }
+}
+
+// Both halves in one sweep while their accumulators fit (b <= 2 per call),
+// else one half per sweep.
 template <int NB>
 MW_TARGET_AVX2 void panel_int_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int HS = NB <= 2 ? 2 : 1;
     const PackedMatrix& P = *a.P;
     const bool int4 = P.spec.format == Format::int4, asym = P.spec.asym;
     // blk: the zero-point group (int4: G; int8: x's block); per_block of them share d.
     const std::int64_t blk = int4 ? P.spec.group : P.acts.block, groups = P.kp / blk, per_block = P.acts.block / blk;
-    const std::int64_t b = a.b, L = int4 ? 8 : 4;
+    const std::int64_t b = a.b, L = int4 ? 8 : 4, steps = blk / L;
     const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / L) * 64;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 facc[NB][2];
-    for (int bb = 0; bb < NB; ++bb) facc[bb][0] = facc[bb][1] = _mm256_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-        __m256i iacc[NB][2];
-        for (int bb = 0; bb < NB; ++bb) iacc[bb][0] = iacc[bb][1] = _mm256_setzero_si256();
-        for (std::int64_t k = g * blk; k < (g + 1) * blk; k += L, w += 64) {
-            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
-            for (int h = 0; h < 2; ++h) {
-                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * h));
+    alignas(32) float facc[NB][2][8] = {};
+    for (std::int64_t g = 0; g < groups; ++g, w += steps * 64) {
+        const std::uint32_t* x = a.X->x + (g * blk / 4) * b + b0;
+        for (int h0 = 0; h0 < 2; h0 += HS) {
+            __m256i iacc[NB][HS];
+            for (int bb = 0; bb < NB; ++bb)
+                for (int hs = 0; hs < HS; ++hs) iacc[bb][hs] = _mm256_setzero_si256();
+            if (int4) group_i4_avx2<NB, HS>(w + 32 * h0, x, b, steps, iacc);
+            else group_i8_avx2<NB, HS>(w + 32 * h0, x, b, steps, iacc);
+            for (int hs = 0; hs < HS; ++hs) {
+                const int h = h0 + hs;
+                __m256 s = _mm256_set1_ps(1.0f), z = _mm256_set1_ps(int4 ? 8.0f : 0.0f);
                 if (int4) {
-                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                    for (int bb = 0; bb < NB; ++bb) {
-                        const __m256i s0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(int(x[bb])));
-                        const __m256i s1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(int(x[b + bb])));
-                        iacc[bb][h] = _mm256_add_epi32(iacc[bb][h], _mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones));
-                    }
-                } else {  // back to signed q, then |q| against sign(x, q): no 16-bit saturation
-                    const __m256i q = _mm256_xor_si256(v, _mm256_set1_epi8(char(0x80))), aq = _mm256_abs_epi8(q);
-                    for (int bb = 0; bb < NB; ++bb) {
-                        const __m256i s = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(_mm256_set1_epi32(int(x[bb])), q));
-                        iacc[bb][h] = _mm256_add_epi32(iacc[bb][h], _mm256_madd_epi16(s, ones));
-                    }
+                    const std::int64_t at = (p * groups + g) * kRows + 8 * h;
+                    s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.scales.as<std::uint16_t>() + at)));
+                    if (asym) z = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.zeros.as<std::uint16_t>() + at)));
+                }
+                for (int bb = 0; bb < NB; ++bb) {
+                    const std::int64_t at = g * b + b0 + bb, at_d = (g / per_block) * b + b0 + bb;
+                    const __m256 f = _mm256_fnmadd_ps(z, _mm256_set1_ps(a.X->qs[at]), _mm256_cvtepi32_ps(iacc[bb][hs]));
+                    _mm256_store_ps(facc[bb][h], _mm256_fmadd_ps(f, _mm256_mul_ps(s, _mm256_set1_ps(a.X->d[at_d])),
+                                                                _mm256_load_ps(facc[bb][h])));
                 }
             }
         }
+    }
+    if (!int4)
         for (int h = 0; h < 2; ++h) {
-            __m256 s = _mm256_set1_ps(1.0f), z = _mm256_set1_ps(int4 ? 8.0f : 0.0f);
-            if (int4) {
-                const std::int64_t at = (p * groups + g) * kRows + 8 * h;
-                s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.scales.as<std::uint16_t>() + at)));
-                if (asym) z = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P.zeros.as<std::uint16_t>() + at)));
-            }
-            for (int bb = 0; bb < NB; ++bb) {
-                const std::int64_t at = g * b + b0 + bb, at_d = (g / per_block) * b + b0 + bb;
-                const __m256 f = _mm256_fnmadd_ps(z, _mm256_set1_ps(a.X->qs[at]), _mm256_cvtepi32_ps(iacc[bb][h]));
-                facc[bb][h] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, _mm256_set1_ps(a.X->d[at_d])), facc[bb][h]);
-            }
+            const __m256 rs = _mm256_loadu_ps(P.scales.as<float>() + p * kRows + 8 * h);
+            for (int bb = 0; bb < NB; ++bb) _mm256_store_ps(facc[bb][h], _mm256_mul_ps(_mm256_load_ps(facc[bb][h]), rs));
         }
-    }
-    for (int h = 0; h < 2; ++h) {
-        const __m256 rs = int4 ? _mm256_set1_ps(1.0f) : _mm256_loadu_ps(P.scales.as<float>() + p * kRows + 8 * h);
-        for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, _mm256_mul_ps(facc[bb][h], rs));
-    }
+    store_halves<NB>(a, p, b0, facc);
 }
 
+// fp32 and bf16. NA accumulators per item, 8 in all where b allows, so that
+// few items still keep enough FMA chains going (two pipes, a latency of 4-5
+// cycles: 8-10 FMAs in flight). bf16 lanes
+// hold k even (low half) and k odd (high half): a shift and an AND widen
+// them, and x comes already widened ([k][b], X.xw).
 template <int NB>
 MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
+    constexpr int NA = NB <= 2 ? 4 : NB == 4 ? 2 : 1;
     const PackedMatrix& P = *a.P;
     const bool bf = P.spec.format == Format::bf16;
-    const std::int64_t b = a.b, L = bf ? 2 : 1;
-    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / L) * 64;
+    const std::int64_t b = a.b, L = bf ? 2 : 1, units = P.kp / L;  // a multiple of 16
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * units * 64;
+    const float* xf = bf ? a.X->xw.data() + b0 : reinterpret_cast<const float*>(a.X->x) + b0;  // [k][b]
     const __m256i top = _mm256_set1_epi32(int(0xFFFF0000u));
-    __m256 acc[NB][2];
-    for (int bb = 0; bb < NB; ++bb) acc[bb][0] = acc[bb][1] = _mm256_setzero_ps();
-    for (std::int64_t t = 0; t < P.kp / L; ++t, w += 64) {
+    alignas(32) float facc[NB][2][8] = {};
+    for (std::int64_t t0 = 0; t0 < units; t0 += kAvx2Stretch) {
+        const std::int64_t t1 = std::min(units, t0 + kAvx2Stretch);
         for (int h = 0; h < 2; ++h) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * h));
-            for (int bb = 0; bb < NB; ++bb) {
-                const __m256i xb = _mm256_set1_epi32(int(a.X->x[t * b + b0 + bb]));
-                if (bf) {  // lane = (k even: low half, k odd: high half)
-                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)),
-                                                 _mm256_castsi256_ps(_mm256_slli_epi32(xb, 16)), acc[bb][h]);
-                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, top)),
-                                                 _mm256_castsi256_ps(_mm256_and_si256(xb, top)), acc[bb][h]);
-                } else {
-                    acc[bb][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(v), _mm256_castsi256_ps(xb), acc[bb][h]);
+            __m256 acc[NB][NA];
+            for (int bb = 0; bb < NB; ++bb)
+                for (int i = 0; i < NA; ++i) acc[bb][i] = _mm256_setzero_ps();
+            for (std::int64_t t = t0; t < t1; t += NA) {
+#pragma GCC unroll 4
+                for (int u = 0; u < NA; ++u) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * (t + u) + 32 * h));
+                    if (bf) {
+                        const __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                        const __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(v, top));
+                        const float* xt = xf + 2 * (t + u) * b;
+                        for (int bb = 0; bb < NB; ++bb) {
+                            acc[bb][u] = _mm256_fmadd_ps(lo, _mm256_set1_ps(xt[bb]), acc[bb][u]);
+                            acc[bb][u] = _mm256_fmadd_ps(hi, _mm256_set1_ps(xt[b + bb]), acc[bb][u]);
+                        }
+                    } else {
+                        const float* xt = xf + (t + u) * b;
+                        for (int bb = 0; bb < NB; ++bb)
+                            acc[bb][u] = _mm256_fmadd_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(xt[bb]), acc[bb][u]);
+                    }
                 }
+            }
+            for (int bb = 0; bb < NB; ++bb) {
+                __m256 s = acc[bb][0];
+                for (int i = 1; i < NA; ++i) s = _mm256_add_ps(s, acc[bb][i]);
+                _mm256_store_ps(facc[bb][h], _mm256_add_ps(_mm256_load_ps(facc[bb][h]), s));
             }
         }
     }
-    for (int h = 0; h < 2; ++h)
-        for (int bb = 0; bb < NB; ++bb) store_rows8(a, p, h, b0 + bb, acc[bb][h]);
+    store_halves<NB>(a, p, b0, facc);
 }
 
 enum class Path { i4s_vnni, i4a_vnni, i8_vnni, bf16_dot, bf16_fma, f32_avx512, int_avx2, float_avx2 };
@@ -498,7 +578,7 @@ void prepare_acts(const PackedMatrix& P, Path path, const float* x, std::int64_t
     } else if (kind == Kind::bf16) {
         round_acts_bf16(x, b, P.n_in, P.kp, X.nat);  // nat_ld = units
         nat = reinterpret_cast<const std::uint32_t*>(X.nat.h.data());
-        if (path == Path::bf16_fma) {  // the same bf16 values, widened: [k][b]
+        if (path == Path::bf16_fma || path == Path::float_avx2) {  // the same bf16 values, widened: [k][b]
             X.xw.resize(std::size_t(P.kp * b));
             for (std::int64_t bb = 0; bb < b; ++bb)
                 for (std::int64_t k = 0; k < P.kp; ++k) {
