@@ -32,8 +32,8 @@
 // `path` names the one that ran).
 // AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
 // vpmaddwd for int, widen + FMA for bf16), each half swept on its own over a
-// short stretch of k so that b = 8 needs 8 accumulators, not 16 (AVX2 has 16
-// registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
+// short stretch of k, so that b = 8 keeps 8 sums per sweep, not 16 (AVX2 has
+// 16 registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
 // rung 1), except int4's x, which is int8 per block of 256 (a whole number of
 // groups, as llama.cpp's Q8_K) rather than per group: at b = 8 the loop is
 // bound by vector-op throughput (vpdpbusd shares the pipes with the FMAs), and
@@ -359,16 +359,24 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
 // --- AVX2: the same panels as two halves of 8 rows --------------------------------
 //
 // AVX2 has 16 vector registers, not 32: b = 8 items x 2 halves would need 16
-// accumulators before a single weight is loaded, and GCC spilled them (on the
-// Zen 3 EPYC of results/epyc-zen3-kvm-2c, b = 8 cost 2.2-3.7x b = 1 for bf16,
-// int8 and int4 at 8192^2, where the arithmetic allows ~1.1-1.3x). So each
-// half is swept on its own over a short stretch of k: one zero-point group
-// (int) or kAvx2Stretch steps (float). The first half's sweep brings the
+// accumulators before a single weight is loaded, and GCC spilled them. So
+// each half is swept on its own (int: where b >= 4 per call; float: always,
+// with 2-4 accumulators per item at b <= 4) over a short stretch of k: one zero-point group (int4), one block of x
+// (int8) or kAvx2Stretch steps (float). The first half's sweep brings the
 // stretch's 64-byte lines in from memory, the second finds them in L1, and
-// every batch item needs one accumulator per sweep, 8 at b = 8. The per-half
-// float sums wait in a small array between stretches (a load, an add and a
-// store per item and stretch).
+// every batch item needs one sum per sweep (int4 at b = 8: 8 16-bit sums,
+// and 8 int32 sums beside them where a group spans several 4-step
+// batches, which still spills a few). The float sums wait in a
+// small array between stretches (a load, an add and a store per item and
+// stretch). The floor stays higher than AVX-512's: with no vpdpbusd, int4 at
+// b = 8 costs per 64-byte step 32 vpmaddubsw, 32 16-bit adds and 32
+// broadcasts of x on 4 vector pipes (~26 cycles), where memory delivers the
+// step at b = 1 in ~18 (the Zen 3 EPYC of results/epyc-zen3-kvm-2c): ~24
+// cycles for those alone, ~30-35 with the unpacking, the widening vpmaddwd
+// and the per-group tail. int8 needs ~20 plus its per-block tail against
+// ~15, bf16's 32 FMAs 16 against ~14.
 constexpr std::int64_t kAvx2Stretch = 32;  // float: steps per stretch (2 KiB of panel)
+static_assert(kAvx2Stretch % 16 == 0, "a float panel's steps are a multiple of 16: every stretch but the last is whole");
 
 // Writes the float sums [NB][2 halves][8 rows] to y.
 template <int NB>
@@ -469,14 +477,16 @@ MW_TARGET_AVX2 void panel_int_avx2(const Args& a, std::int64_t p, std::int64_t b
     store_halves<NB>(a, p, b0, facc);
 }
 
-// fp32 and bf16. NA accumulators per item, 8 in all where b allows, so that
-// few items still keep enough FMA chains going (two pipes, a latency of 4-5
-// cycles: 8-10 FMAs in flight). bf16 lanes
+// fp32 and bf16. NA accumulators per item (4 at b <= 2, 2 at b = 4, 1 at
+// b = 8: 8 in all, 4 at b = 1), so that few items still keep several FMA
+// chains going (two pipes, a latency of 4-5 cycles). bf16 sends both FMAs
+// of a step into the same one. bf16 lanes
 // hold k even (low half) and k odd (high half): a shift and an AND widen
 // them, and x comes already widened ([k][b], X.xw).
 template <int NB>
 MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
     constexpr int NA = NB <= 2 ? 4 : NB == 4 ? 2 : 1;
+    static_assert(16 % NA == 0, "a stretch's steps (a multiple of 16) are a whole number of NA-step rounds");
     const PackedMatrix& P = *a.P;
     const bool bf = P.spec.format == Format::bf16;
     const std::int64_t b = a.b, L = bf ? 2 : 1, units = P.kp / L;  // a multiple of 16
@@ -491,7 +501,7 @@ MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t
             for (int bb = 0; bb < NB; ++bb)
                 for (int i = 0; i < NA; ++i) acc[bb][i] = _mm256_setzero_ps();
             for (std::int64_t t = t0; t < t1; t += NA) {
-#pragma GCC unroll 4
+#pragma GCC unroll 4  // acc[bb][u] must stay in registers: u a constant
                 for (int u = 0; u < NA; ++u) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * (t + u) + 32 * h));
                     if (bf) {
@@ -585,6 +595,7 @@ void prepare_acts(const PackedMatrix& P, Path path, const float* x, std::int64_t
                     const std::uint32_t bits = std::uint32_t(X.nat.h[std::size_t(bb * P.kp + k)]) << 16;
                     std::memcpy(&X.xw[std::size_t(k * b + bb)], &bits, 4);
                 }
+            X.x = nullptr;  // these paths read xw only
             return;
         }
     } else {

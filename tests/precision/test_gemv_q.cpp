@@ -13,6 +13,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/check.hpp"
 #include "harness/inputs.hpp"
@@ -190,6 +191,35 @@ TEST(GemvQCpuIsa, Avx2FallbackMatchesContract) {
     setenv("MEMWALL_ISA", "avx2", 1);
     for (auto* v : mw::variants_of("gemv_q", mw::Backend::cpu))
         for (auto& s : shapes("gemv_q", true)) check_case({v, s});
+    unsetenv("MEMWALL_ISA");
+}
+
+// Rung 6's int4 paths at their largest integer sums: every weight code 15
+// (W all equal, sym: 7 + 8) against x all +1 or all -1 (int8 +127 or -127),
+// groups of 32, 64 and 128 (4, 8 and 16 steps of 8 weights), b = 1 and 8.
+// The AVX2 path adds vpmaddubsw's 16-bit sums over 4 steps before widening
+// (at most 30720 here); summed over more steps they would wrap, which random
+// inputs never show. Expected values from the fp64 contract oracle.
+TEST(GemvQCpuIsa, RepackedInt4LargestSumsDoNotWrap) {
+    const std::int64_t n_out = 24, n_in = 512;
+    std::vector<float> W(std::size_t(n_out * n_in), 1.0f);
+    for (const char* isa : {"avx512", "avx2"}) {
+        setenv("MEMWALL_ISA", isa, 1);
+        for (int g : {32, 64, 128})
+            for (float sign : {1.0f, -1.0f})
+                for (std::int64_t b : {1, 8}) {
+                    const QuantSpec spec{Format::int4, g, false};
+                    const mw::precision::QMatrix m = mw::precision::quantize(spec, W.data(), n_out, n_in);
+                    const mw::precision::PackedMatrix P = mw::precision::repack(m);
+                    std::vector<float> x(std::size_t(b * n_in), sign), y(std::size_t(b * n_out), 0.0f);
+                    mw::precision::gemv(P, x.data(), b, y.data());
+                    const auto want = mw::precision::dequant_oracle(m, x.data(), b, mw::precision::cpu::repacked_acts(spec));
+                    for (std::size_t i = 0; i < y.size(); ++i)
+                        ASSERT_NEAR(y[i], want[i], 1e-4 * std::fabs(want[i]))
+                            << isa << " G " << g << " x " << sign << " b " << b << " y[" << i << "]";
+                    ASSERT_GT(std::fabs(want[0]), 0.9 * n_in);  // the sums this test is about
+                }
+    }
     unsetenv("MEMWALL_ISA");
 }
 
