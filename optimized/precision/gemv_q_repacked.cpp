@@ -32,8 +32,8 @@
 // `path` names the one that ran).
 // AVX2 fallback: the same panels, read as two halves of 8 rows (vpmaddubsw +
 // vpmaddwd for int, widen + FMA for bf16), each half swept on its own over a
-// short stretch of k, so that b = 8 keeps 8 sums per sweep, not 16 (AVX2 has
-// 16 registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
+// short stretch of k, so that b = 8 needs 8 accumulators per sweep, not 16
+// (AVX2 has 16 registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
 // rung 1), except int4's x, which is int8 per block of 256 (a whole number of
 // groups, as llama.cpp's Q8_K) rather than per group: at b = 8 the loop is
 // bound by vector-op throughput (vpdpbusd shares the pipes with the FMAs), and
@@ -361,20 +361,20 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
 // AVX2 has 16 vector registers, not 32: b = 8 items x 2 halves would need 16
 // accumulators before a single weight is loaded, and GCC spilled them. So
 // each half is swept on its own (int: where b >= 4 per call; float: always,
-// with 2-4 accumulators per item at b <= 4) over a short stretch of k: one zero-point group (int4), one block of x
-// (int8) or kAvx2Stretch steps (float). The first half's sweep brings the
-// stretch's 64-byte lines in from memory, the second finds them in L1, and
-// every batch item needs one sum per sweep (int4 at b = 8: 8 16-bit sums,
-// and 8 int32 sums beside them where a group spans several 4-step
-// batches, which still spills a few). The float sums wait in a
-// small array between stretches (a load, an add and a store per item and
-// stretch). The floor stays higher than AVX-512's: with no vpdpbusd, int4 at
-// b = 8 costs per 64-byte step 32 vpmaddubsw, 32 16-bit adds and 32
-// broadcasts of x on 4 vector pipes (~26 cycles), where memory delivers the
-// step at b = 1 in ~18 (the Zen 3 EPYC of results/epyc-zen3-kvm-2c): ~24
-// cycles for those alone, ~30-35 with the unpacking, the widening vpmaddwd
-// and the per-group tail. int8 needs ~20 plus its per-block tail against
-// ~15, bf16's 32 FMAs 16 against ~14.
+// with 2-4 accumulators per item at b <= 4) over a short stretch of k: one
+// zero-point group (int4), one block of x (int8) or kAvx2Stretch steps
+// (float). The first half's sweep brings the stretch's 64-byte lines in from
+// memory, the second finds them in L1, and every batch item needs one sum
+// per sweep (int4 at b = 8: 8 16-bit sums, and 8 int32 sums beside them
+// where a group spans several 4-step batches, which still spills a few).
+// The float sums wait in a small array between stretches (a load, an add
+// and a store per item and stretch). The floor stays higher than AVX-512's:
+// with no vpdpbusd, int4 at b = 8 costs per 64-byte step 32 vpmaddubsw, 32
+// 16-bit adds and 32 broadcasts of x on 4 vector pipes, ~24 cycles for those
+// alone and ~30-35 with the unpacking, the widening vpmaddwd and the
+// per-group tail, where memory delivers the step at b = 1 in ~18 (the Zen 3
+// EPYC of results/epyc-zen3-kvm-2c). int8 needs ~20 plus its per-block tail
+// against ~15, bf16's 32 FMAs 16 against ~14.
 constexpr std::int64_t kAvx2Stretch = 32;  // float: steps per stretch (2 KiB of panel)
 static_assert(kAvx2Stretch % 16 == 0, "a float panel's steps are a multiple of 16: every stretch but the last is whole");
 
