@@ -154,7 +154,7 @@ inline void expect_rejected(const GradeRun& r, const Control& c, const std::stri
 // A correct submission without speed (a naive stub, or an attack that only
 // matches one): every correctness point, a ratio far below full credit, and
 // no grader error on the way. `max_speed_points`: what such a submission may
-// still earn (a naive transpose is only ~4x slower than a blocked one);
+// still earn (a naive transpose is only 2-8x slower than a blocked one);
 // `max_of_full_credit`: the most its ratio may be as a fraction of the
 // level's full-credit ratio — a quarter, so that a level's speed scale
 // separates naive from optimized with room for a noisy machine.
@@ -165,7 +165,6 @@ inline void expect_correct_but_slow(const GradeRun& r, double max_speed_points =
     ASSERT_NE(speed, nullptr) << r.output;
     EXPECT_FALSE(speed->value("grader_error", false)) << (*speed)["output"];
     ASSERT_TRUE(speed->contains("speed") && (*speed)["speed"].contains("ratio")) << (*speed)["output"];
-    EXPECT_LT((*speed)["speed"]["ratio"].get<double>(), 0.5) << (*speed)["output"];
     ASSERT_TRUE((*speed)["speed"].contains("full_credit_ratio")) << (*speed)["output"];
     const double ratio_limit = max_of_full_credit * (*speed)["speed"]["full_credit_ratio"].get<double>();
     print_margin("naive_ratio", (*speed)["speed"]["ratio"].get<double>(), ratio_limit, true);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -60,11 +61,21 @@ TEST(BusyDecode, TwoThreadStepBesideANeighbourWithinOneAndAHalfOfOneThread) {
     const int saved = omp_get_max_threads();
     mw::test::SpinnerOnEveryCore neighbour(1);
     ASSERT_EQ(neighbour.count(), 1u);
-    const double one = median_step_s(dec, 1, 300, 0.3);
-    const double two = median_step_s(dec, 2, 300, 0.3);
+    // Up to three tries: a shared host's own load can spoil one (once in CI,
+    // 2 threads 0.98 ms against 0.58 ms, passing 3 of 3 alone); the defect
+    // this guards against (every parallel region waiting for the parked
+    // thread) costs several times one thread's step, in every try.
+    double one = 0, two = 0;
+    std::string tries;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        one = median_step_s(dec, 1, 300, 0.3);
+        two = median_step_s(dec, 2, 300, 0.3);
+        tries += "\n  try " + std::to_string(attempt) + ": 2 threads " + std::to_string(two * 1e3) +
+                 " ms, 1 thread " + std::to_string(one * 1e3) + " ms";
+        if (two <= 1.5 * one) break;
+    }
     omp_set_num_threads(saved);
-    EXPECT_LE(two, 1.5 * one) << "2 threads: median " << two * 1e3 << " ms a step, 1 thread: " << one * 1e3
-                              << " ms, beside a process spinning on one core";
+    EXPECT_LE(two, 1.5 * one) << "median step beside a process spinning on one core:" << tries;
     if (cpus_allowed() == 2) {  // both cores shared with the neighbour: the count must have come down
         EXPECT_GT(dec.free_cores().reduced(), 0) << "no step ran on fewer threads with one of 2 cores taken";
     }
