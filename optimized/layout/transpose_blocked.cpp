@@ -17,9 +17,12 @@
 // Bytes: in read once, out written once: 8*R*C (rung 0: 68*R*C).
 // Expected effect: the write side falls from a line per float to 4 bytes
 // per float, and the TLB misses from one per store to 64 per tile of 1024
-// elements (each of its 32 input and 32 output rows is in its own page): an
-// order of magnitude faster than rung 0 at the default shape, still slower
-// than a plain memcpy of the same bytes.
+// elements (each of its 32 input and 32 output rows is in its own page):
+// 4-8x faster than rung 0 at the default shape on the Zen 4 EPYC and the
+// Xeon (results/*/layout-cpu.md), still slower than a plain memcpy of the
+// same bytes. Only 2.6x on the Zen 3 EPYC, whose DRAM serves the tiles'
+// 128-byte pieces, each in its own page, at 5.5 of its 30 GB/s: there a
+// 16x16 tile without the buffer is faster still (tests/course/class03).
 #include <algorithm>
 
 #include "reference/layout/layout.hpp"
