@@ -477,54 +477,87 @@ MW_TARGET_AVX2 void panel_int_avx2(const Args& a, std::int64_t p, std::int64_t b
     store_halves<NB>(a, p, b0, facc);
 }
 
-// fp32 and bf16. NA accumulators per item (4 at b <= 2, 2 at b = 4, 1 at
-// b = 8: 8 in all, 4 at b = 1), so that few items still keep several FMA
-// chains going (two pipes, a latency of 4-5 cycles). bf16 sends both FMAs
-// of a step into the same one. bf16 lanes
-// hold k even (low half) and k odd (high half): a shift and an AND widen
-// them, and x comes already widened ([k][b], X.xw).
+// One sweep of a float panel over steps [t0, t1) for NI of the call's items
+// (from i0) and HS of the two 8-row halves (from h0), NA accumulators per
+// item and half, added into facc at the end. bf16 lanes hold k even (low
+// half) and k odd (high half): a shift and an AND widen them, and x comes
+// already widened ([k][b], X.xw); both FMAs of a step go into the same
+// accumulator. With both halves in one sweep (HS = 2) an item's two
+// broadcasts of x serve both.
+template <bool BF, int NB, int NI, int HS, int NA>
+MW_TARGET_AVX2 [[gnu::always_inline]] inline void sweep_float_avx2(const std::uint8_t* w, const float* xf,
+                                                                  std::int64_t b, std::int64_t t0, std::int64_t t1,
+                                                                  int i0, int h0, float (&facc)[NB][2][8]) {
+    static_assert(16 % NA == 0, "a stretch's steps (a multiple of 16) are a whole number of NA-step rounds");
+    const __m256i top = _mm256_set1_epi32(int(0xFFFF0000u));
+    __m256 acc[NI][HS][NA], lo[HS], hi[HS];
+    for (int i = 0; i < NI; ++i)
+        for (int hs = 0; hs < HS; ++hs)
+            for (int u = 0; u < NA; ++u) acc[i][hs][u] = _mm256_setzero_ps();
+    for (std::int64_t t = t0; t < t1; t += NA) {
+#pragma GCC unroll 4  // acc[..][u] must stay in registers: u a constant
+        for (int u = 0; u < NA; ++u) {
+            for (int hs = 0; hs < HS; ++hs) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * (t + u) + 32 * (h0 + hs)));
+                if constexpr (BF) {
+                    lo[hs] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                    hi[hs] = _mm256_castsi256_ps(_mm256_and_si256(v, top));
+                } else {
+                    lo[hs] = _mm256_castsi256_ps(v);
+                }
+            }
+            if constexpr (BF) {
+                const float* xt = xf + 2 * (t + u) * b + i0;
+                for (int i = 0; i < NI; ++i) {
+                    const __m256 xl = _mm256_set1_ps(xt[i]), xh = _mm256_set1_ps(xt[b + i]);
+                    for (int hs = 0; hs < HS; ++hs) {
+                        acc[i][hs][u] = _mm256_fmadd_ps(lo[hs], xl, acc[i][hs][u]);
+                        acc[i][hs][u] = _mm256_fmadd_ps(hi[hs], xh, acc[i][hs][u]);
+                    }
+                }
+            } else {
+                const float* xt = xf + (t + u) * b + i0;
+                for (int i = 0; i < NI; ++i) {
+                    const __m256 xi = _mm256_set1_ps(xt[i]);
+                    for (int hs = 0; hs < HS; ++hs) acc[i][hs][u] = _mm256_fmadd_ps(lo[hs], xi, acc[i][hs][u]);
+                }
+            }
+        }
+    }
+    for (int i = 0; i < NI; ++i)
+        for (int hs = 0; hs < HS; ++hs) {
+            __m256 s = acc[i][hs][0];
+            for (int u = 1; u < NA; ++u) s = _mm256_add_ps(s, acc[i][hs][u]);
+            float* f = facc[i0 + i][h0 + hs];
+            _mm256_store_ps(f, _mm256_add_ps(_mm256_load_ps(f), s));
+        }
+}
+
+// fp32 and bf16, a stretch of kAvx2Stretch steps at a time. Up to b = 4 each
+// half is swept on its own with NA accumulators per item (4 at b <= 2, 2 at
+// b = 4: 4-8 in all), so that few items still keep several FMA chains going
+// (two pipes, a latency of 4-5 cycles). At b = 8, fp32 sweeps each half for
+// all 8 items (8 accumulators); bf16 sweeps both halves for 4 items at a
+// time (8 accumulators), so that each broadcast of x feeds two halves'
+// FMAs: 16 broadcasts per step where half-by-half sweeps need 32, at the
+// price of unpacking each step's weights twice.
 template <int NB>
 MW_TARGET_AVX2 void panel_float_avx2(const Args& a, std::int64_t p, std::int64_t b0) {
     constexpr int NA = NB <= 2 ? 4 : NB == 4 ? 2 : 1;
-    static_assert(16 % NA == 0, "a stretch's steps (a multiple of 16) are a whole number of NA-step rounds");
     const PackedMatrix& P = *a.P;
     const bool bf = P.spec.format == Format::bf16;
     const std::int64_t b = a.b, L = bf ? 2 : 1, units = P.kp / L;  // a multiple of 16
     const std::uint8_t* w = P.w.as<std::uint8_t>() + p * units * 64;
     const float* xf = bf ? a.X->xw.data() + b0 : reinterpret_cast<const float*>(a.X->x) + b0;  // [k][b]
-    const __m256i top = _mm256_set1_epi32(int(0xFFFF0000u));
     alignas(32) float facc[NB][2][8] = {};
     for (std::int64_t t0 = 0; t0 < units; t0 += kAvx2Stretch) {
         const std::int64_t t1 = std::min(units, t0 + kAvx2Stretch);
-        for (int h = 0; h < 2; ++h) {
-            __m256 acc[NB][NA];
-            for (int bb = 0; bb < NB; ++bb)
-                for (int i = 0; i < NA; ++i) acc[bb][i] = _mm256_setzero_ps();
-            for (std::int64_t t = t0; t < t1; t += NA) {
-#pragma GCC unroll 4  // acc[bb][u] must stay in registers: u a constant
-                for (int u = 0; u < NA; ++u) {
-                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * (t + u) + 32 * h));
-                    if (bf) {
-                        const __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-                        const __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(v, top));
-                        const float* xt = xf + 2 * (t + u) * b;
-                        for (int bb = 0; bb < NB; ++bb) {
-                            acc[bb][u] = _mm256_fmadd_ps(lo, _mm256_set1_ps(xt[bb]), acc[bb][u]);
-                            acc[bb][u] = _mm256_fmadd_ps(hi, _mm256_set1_ps(xt[b + bb]), acc[bb][u]);
-                        }
-                    } else {
-                        const float* xt = xf + (t + u) * b;
-                        for (int bb = 0; bb < NB; ++bb)
-                            acc[bb][u] = _mm256_fmadd_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(xt[bb]), acc[bb][u]);
-                    }
-                }
-            }
-            for (int bb = 0; bb < NB; ++bb) {
-                __m256 s = acc[bb][0];
-                for (int i = 1; i < NA; ++i) s = _mm256_add_ps(s, acc[bb][i]);
-                _mm256_store_ps(facc[bb][h], _mm256_add_ps(_mm256_load_ps(facc[bb][h]), s));
-            }
-        }
+        if (!bf)
+            for (int h = 0; h < 2; ++h) sweep_float_avx2<false, NB, NB, 1, NA>(w, xf, b, t0, t1, 0, h, facc);
+        else if constexpr (NB == 8)
+            for (int i0 = 0; i0 < NB; i0 += 4) sweep_float_avx2<true, NB, 4, 2, 1>(w, xf, b, t0, t1, i0, 0, facc);
+        else
+            for (int h = 0; h < 2; ++h) sweep_float_avx2<true, NB, NB, 1, NA>(w, xf, b, t0, t1, 0, h, facc);
     }
     store_halves<NB>(a, p, b0, facc);
 }
