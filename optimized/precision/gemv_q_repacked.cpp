@@ -361,10 +361,11 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
 // AVX2 has 16 vector registers, not 32: b = 8 items x 2 halves would need 16
 // accumulators before a single weight is loaded, and GCC spilled them. So
 // each half is swept on its own (int: where b >= 4 per call; float: always,
-// with 2-4 accumulators per item at b <= 4) over a short stretch of k: one
+// with 2-4 accumulators per item at b <= 4, but for bf16 at b = 8, whose
+// sweeps take both halves and 4 items) over a short stretch of k: one
 // zero-point group (int4), one block of x (int8) or kAvx2Stretch steps
-// (float). The first half's sweep brings the stretch's 64-byte lines in from
-// memory, the second finds them in L1, and every batch item needs one sum
+// (float). The first sweep brings the stretch's 64-byte lines in from
+// memory, the next finds them in L1, and every batch item needs one sum
 // per sweep (int4 at b = 8: 8 16-bit sums, and 8 int32 sums beside them
 // where a group spans several 4-step batches, which still spills a few).
 // The float sums wait in a small array between stretches (a load, an add
