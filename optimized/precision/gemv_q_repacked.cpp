@@ -366,7 +366,7 @@ MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64
 // zero-point group (int4), one block of x (int8) or kAvx2Stretch steps
 // (float). The first sweep brings the stretch's 64-byte lines in from
 // memory, the next finds them in L1, and every batch item needs one sum
-// per sweep (int4 at b = 8: 8 16-bit sums, and 8 int32 sums beside them
+// per half swept (int4 at b = 8: 8 16-bit sums, and 8 int32 sums beside them
 // where a group spans several 4-step batches, which still spills a few).
 // The float sums wait in a small array between stretches (a load, an add
 // and a store per item and stretch). The floor stays higher than AVX-512's:
