@@ -22,9 +22,9 @@
 // Xeon (results/*/layout-cpu.md), still slower than a plain memcpy of the
 // same bytes. Only 2.6x on the Zen 3 EPYC, whose DRAM serves the tiles'
 // 128-byte pieces, each in its own page, at 5.5 of its 30 GB/s: there a
-// 16x16 tile without the buffer is faster still (tests/course/class03/
-// blocked_a.cpp; `memwall grade 03 --submission` it there: 1.10x this rung
-// at 4096^2 on 1 thread, best of 7 interleaved rounds).
+// 16x16 tile without the buffer is faster still: graded there with
+// `memwall grade 03 --submission tests/course/class03/blocked_a.cpp`, it
+// ran 1.10x this rung at 4096^2 on 1 thread (best of 7 interleaved rounds).
 #include <algorithm>
 
 #include "reference/layout/layout.hpp"
