@@ -117,10 +117,7 @@ TEST(Grade, OneGradeTimesAtATimeOnAHost) {
     const int fd = open(lock.c_str(), O_RDONLY | O_CREAT, 0644);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
-    // One thread: nothing here is about speed, and a two-thread call beside
-    // another test's process waits for its core, so its speed phase would
-    // run to its time cap on every grade.
-    const std::string stub = "--submission " + kExercise + "/gemm_cpu.cpp --seed 5 --threads 1";
+    const std::string stub = "--submission " + kExercise + "/gemm_cpu.cpp --seed 5" + kOneThread;
     const std::string held = "MEMWALL_GRADE_LOCK=" + lock.string() + " MEMWALL_GRADE_LOCK_WAIT_S=3";
     GradeRun r = grade(stub, "json", held);
     const GradeRun emu = grade_level("03", "--submission " + kSource +

@@ -75,11 +75,6 @@ int processes_running(const std::string& program) {
     return count_processes([&](const std::string& cmd) { return cmd == program + '\0'; });
 }
 
-// For a grade of level 01 (two threads by default) whose test asserts
-// nothing about speed: a two-thread call beside another test's process
-// waits for its core, and the speed phase then runs to its time cap.
-const std::string kOneThread = " --threads 1";
-
 bool cgroups(const GradeRun& r) { return r.doc.contains("sandbox") && r.doc["sandbox"].value("cgroups", false); }
 
 // --- 1. files -------------------------------------------------------------------------
