@@ -45,6 +45,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -464,6 +465,15 @@ struct CallData {
     // last output is the worker's record, from which the grader rebuilds
     // the op's outputs after the call.
     const Replay* replay = nullptr;
+    // The submission's side: empty stand-ins, staged in place of the op's
+    // inputs the exercise withholds (grading "withheld_inputs": the
+    // submission gets their prepared form instead); the grader keeps the
+    // inputs themselves for the oracle and the reference.
+    std::vector<Buffer> stand_ins;
+    // The reference's side (its worker runs no submission code): its inputs
+    // are not compared after the call. A write into them would change only
+    // its own copy, in its own mapping, never the grader's.
+    bool trusted = false;
 };
 
 std::size_t layout_bytes(const std::vector<const Buffer*>& all) {
@@ -474,9 +484,30 @@ std::size_t layout_bytes(const std::vector<const Buffer*>& all) {
 
 std::vector<const Buffer*> buffers_of(const CallData& c) {
     std::vector<const Buffer*> all;
-    for (auto* list : {&c.p.inputs, &c.p.outputs, &c.extras})
+    for (auto& b : c.p.inputs) {
+        const auto in = std::find_if(c.stand_ins.begin(), c.stand_ins.end(), [&](const Buffer& s) { return s.name == b.name; });
+        all.push_back(in == c.stand_ins.end() ? &b : &*in);
+    }
+    for (auto* list : {&c.p.outputs, &c.extras})
         for (auto& b : *list) all.push_back(&b);
     return all;
+}
+
+// The op's inputs the exercise withholds from the submission ("withheld_inputs"),
+// each checked to be one of the op's inputs.
+std::vector<Buffer> stand_ins_for(const Exercise& x, const Problem& p) {
+    std::vector<Buffer> out;
+    for (const std::string& name : x.withheld_inputs) {
+        const auto it = std::find_if(p.inputs.begin(), p.inputs.end(), [&](const Buffer& b) { return b.name == name; });
+        if (it == p.inputs.end()) {
+            std::string valid;
+            for (auto& b : p.inputs) valid += (valid.empty() ? "" : ", ") + b.name;
+            throw std::runtime_error("level " + x.level_id + ": exercise " + x.id + " withholds input '" + name +
+                                     "', which op " + x.op + " does not have; valid: " + valid);
+        }
+        out.push_back(Buffer::make(it->name, it->dtype, 0));
+    }
+    return out;
 }
 
 // Inputs the grader prepares for an exercise ("prepared_inputs" in the level
@@ -492,22 +523,74 @@ std::vector<Buffer> prepare_extras(const Exercise& x, const Op& op, const Proble
                              (valid.empty() ? "none (the op prepares no inputs)" : valid));
 }
 
+// grading.withheld_inputs checked before anything is compiled, against the
+// inputs of the op's problem at the exercise's first correctness shape: a
+// usage error naming the op's inputs.
+void check_withheld(const Exercise& x) {
+    const Op* op = x.withheld_inputs.empty() ? nullptr : find_op(x.op);
+    if (!op || x.correctness_shapes.empty()) return;  // nothing withheld, or grade() says what is wrong
+    const Shape shape = parse_shape(x.correctness_shapes.front(), op->default_shape, op->axes, op->flag_axes);
+    try {
+        stand_ins_for(x, op->make_problem(shape, op->dtypes.at(0), 0));
+    } catch (const std::runtime_error& e) {
+        throw UsageError(e.what());
+    }
+}
+
 // `submission`: the call goes to the submission's worker (which records its
-// answers where the op has a replay), not the reference's.
+// answers where the op has a replay, and gets the prepared inputs in place
+// of the withheld ones), not the reference's (see reference_twin).
 CallData make_call(const Exercise& x, const Op& op, const Shape& shape, std::uint64_t seed, bool submission = true) {
     CallData c{op.make_problem(shape, op.dtypes.at(0), seed), {}};
+    if (!submission) {
+        c.trusted = true;
+        return c;
+    }
     c.extras = prepare_extras(x, op, c.p);
-    if (submission && (c.replay = find_replay(op.name)))
+    c.stand_ins = stand_ins_for(x, c.p);
+    if ((c.replay = find_replay(op.name)))
         c.p.outputs.push_back(Buffer::make("record", DType::i32, c.replay->record_values(shape)));
     return c;
 }
 
-// The reference's side of a timed call: the submission's call's inputs and
-// prepared extras (shared, not copied: the grader only reads them), outputs
-// of its own, no record. The same as make_call with the same seed, for
-// one problem's making instead of two.
+// The burst of calls a speed round makes, made side by side on the grader's
+// cores: a call's inputs at the speed shape can take a quarter of a second
+// to make on one core (level 04: 256 MiB of fp32 weights and their INT4
+// quantization), every call anew. Each maker is a thread of its own that
+// runs its OpenMP regions on itself alone and then ends, so that no thread
+// of the grader is left spinning into a timed call.
+std::vector<CallData> make_calls(const Exercise& x, const Op& op, const Shape& shape,
+                                 const std::vector<std::uint64_t>& seeds) {
+    std::vector<std::optional<CallData>> made(seeds.size());
+    std::vector<std::exception_ptr> failed(seeds.size());
+    std::vector<std::thread> makers;
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+        makers.emplace_back([&, i] {
+            try {
+                omp_set_num_threads(1);
+                made[i] = make_call(x, op, shape, seeds[i]);
+            } catch (...) {
+                failed[i] = std::current_exception();
+            }
+        });
+    for (auto& t : makers) t.join();
+    std::vector<CallData> out;
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+        if (failed[i]) std::rethrow_exception(failed[i]);
+        out.push_back(std::move(*made[i]));
+    }
+    return out;
+}
+
+// The reference's side of a timed call: the submission's call's inputs
+// (shared, not copied: the grader only reads them), every one of them,
+// outputs of its own, no record, no prepared inputs (the reference worker
+// prepares its variant's own from the inputs, as `memwall run` does). The
+// same as make_call(submission = false) with the same seed, for one
+// problem's making instead of two.
 CallData reference_twin(const CallData& c) {
-    CallData r{c.p, c.extras, nullptr};
+    CallData r{c.p, {}, nullptr};
+    r.trusted = true;
     r.p.outputs.clear();
     const std::size_t n_out = c.p.outputs.size() - (c.replay ? 1 : 0);
     for (std::size_t k = 0; k < n_out; ++k) {
@@ -631,7 +714,7 @@ std::string collect(Session& s, CallData& c, const SharedHeader& h) {
             return "the submission wrote before the start of " + b.name + " (" + std::to_string(start - at) +
                    " bytes before its first element)";
         const bool is_output = i >= n_in && i < n_in + n_out;
-        if (is_output) continue;
+        if (is_output || c.trusted) continue;
         const unsigned char* left = left_in(i);
         if (!left) return freed(i);
         if (std::memcmp(left, b.data.get(), b.size_bytes()) != 0) {
@@ -1097,15 +1180,15 @@ struct SpeedTimes {
 // submission failed, or "".
 std::string speed_round(SpeedRace& race, SpeedTimes& t) {
     const int round = t.rounds;
-    std::vector<CallData> cs, cr;
-    for (int i = 0; i < kBurst; ++i) {
-        const std::uint64_t sd = call_seed(race.seed, "speed/round", round * kBurst + i);
-        cs.push_back(make_call(race.x, race.op, race.shape, sd));
-        cr.push_back(reference_twin(cs.back()));
-    }
+    const bool debug = std::getenv("MEMWALL_GRADE_DEBUG");
+    const double made_from = now_s();
+    std::vector<std::uint64_t> seeds;
+    for (int i = 0; i < kBurst; ++i) seeds.push_back(call_seed(race.seed, "speed/round", round * kBurst + i));
+    std::vector<CallData> cs = make_calls(race.x, race.op, race.shape, seeds), cr;
+    for (auto& c : cs) cr.push_back(reference_twin(c));
+    if (debug) std::fprintf(stderr, "round %d: its calls made in %.0f ms\n", round, (now_s() - made_from) * 1e3);
     double t_ref = 1e30, t_sub = 1e30;  // each side's best call this round
     double c_ref = 1e30, c_sub = 1e30;  // and its best undisturbed one
-    const bool debug = std::getenv("MEMWALL_GRADE_DEBUG");
     // One timed call's time and wait, into its side's bests and count.
     auto record = [&](const char* side, double sec, double waited, double& best, double& clean, int& disturbed) {
         best = std::min(best, sec);
@@ -1383,9 +1466,9 @@ json grade(const GradeOptions& o, const Exercise& x, Backend b, const Seed& seed
         std::size_t shm = kHeaderBytes;
         std::vector<std::string> shapes = x.correctness_shapes;
         if (!emulated && !x.speed_shape.empty()) shapes.push_back(x.speed_shape);
-        for (auto& text : shapes) {
+        for (auto& text : shapes) {  // the submission's calls, and the reference's (every input, no extras)
             const CallData c = make_call(x, *op, parse_shape(text, op->default_shape, op->axes, op->flag_axes), 0);
-            shm = std::max(shm, layout_bytes(buffers_of(c)));
+            shm = std::max({shm, layout_bytes(buffers_of(c)), layout_bytes(buffers_of(reference_twin(c)))});
         }
         s.shm = make_shared_memory(shm);
         omp_set_num_threads(threads);  // the reference runs with the submission's thread count
@@ -1469,6 +1552,7 @@ int run_grade(const GradeOptions& o) {
     const auto level = load_level(o.level);
     const Exercise& x = pick_exercise(level, o);
     const Backend b = pick_backend(x, o);
+    check_withheld(x);
     if (o.submission.empty() || !fs::is_regular_file(o.submission))
         throw UsageError("submission '" + o.submission + "' is not a readable file");
     if (o.time_limit_s < 0) throw UsageError("--time-limit must be positive");

@@ -65,6 +65,11 @@ struct Exercise {
     // outputs (e.g. "int4_g64_sym": packed weights and scales), so the worker
     // does no work outside the timed call; "" = none.
     std::string prepared_inputs;
+    // The op's inputs the submission does not get (e.g. "W" where it gets
+    // W's prepared INT4 form instead): staged empty, zero bytes, in their
+    // place, so the call's buffer order stays the op's. The grader keeps
+    // them for the oracle and the reference. CPU exercises only.
+    std::vector<std::string> withheld_inputs;
     // Whether the sandbox shows the BLAS/LAPACK libraries (default: hidden).
     bool allow_blas = false;
 };

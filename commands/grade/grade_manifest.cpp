@@ -70,6 +70,11 @@ Exercise parse_exercise(const nlohmann::json& level, const nlohmann::json& e, co
                              "' is not valid; valid: optimization flags (-O..., -m..., -f...)");
     x.timing = g.value("timing", "round_trip");
     x.prepared_inputs = g.value("prepared_inputs", "");
+    if (g.contains("withheld_inputs")) x.withheld_inputs = g.at("withheld_inputs").get<std::vector<std::string>>();
+    if (!x.withheld_inputs.empty() && x.backend != "cpu")
+        throw UsageError("level " + x.level_id + ", exercise " + x.id +
+                         ": grading.withheld_inputs is valid for backend cpu only, not '" + x.backend +
+                         "' (a CUDA exercise's inputs are staged in device memory)");
     x.allow_blas = g.value("allow_blas", false);
     x.max_rounds = g.value("max_rounds", 30);
     if (x.max_rounds < 2)

@@ -82,6 +82,15 @@ TEST(PrecisionGrade, ManifestErrorsNameTheValidChoices) {
         EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
         EXPECT_NE(r.output.find(valid), std::string::npos) << r.output;
     }
+    // An input to withhold that the op does not have (gemv_q's are W and x).
+    json l = level;
+    l["exercises"][0]["grading"]["withheld_inputs"] = {"W_fp32"};
+    std::ofstream(dir / "04-precision" / "level.json") << l.dump(2);
+    const GradeRun r = grade04("--submission " + kExercise + "/dequant_gemv_int4_g64_cpu.cpp --seed 1",
+                               "MEMWALL_LEVELS_DIR=" + dir.string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("withholds input 'W_fp32'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("valid: W, x"), std::string::npos) << r.output;
     fs::remove_all(dir);
 }
 
