@@ -1,9 +1,10 @@
 // `memwall grade 04` (precision, exercise int4-gemv-cpu): a lossy exercise,
 // judged against the reference rung's contract oracle (y = dequant(Q(W)) x in
-// fp64) and timed per call (the adapter packs the weights on every call).
-// Decode bugs lose their points for the right reason, expanding W to fp32 is
-// correct but slow, the naive stub is correct but slow, and the reference
-// solution (the project's int4_g64_sym rung) gets full marks.
+// fp64) and timed per call (the grader quantizes W for every call, and the
+// submission gets the INT4 form alone: W is withheld). Decode bugs lose their
+// points for the right reason, expanding W to fp32 is correct but slow, the
+// naive stub is correct but slow, and the reference solution (the project's
+// int4_g64_sym rung) gets full marks.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -62,6 +63,37 @@ TEST(PrecisionGrade, NaiveStubIsCorrectButSlow) {
 
 TEST(PrecisionGrade, ReferenceSolutionGetsFullMarks) {
     expect_full_marks("04", kExercise + "/solutions/dequant_gemv_int4_g64_cpu_reference.cpp");
+}
+
+// W is withheld: the submission's calls get it empty (0 bytes), and x, the
+// INT4 payload and its scales whole (an adapter that checks the sizes, in a
+// copy of the level without its speed test); without "withheld_inputs" the
+// same adapter sees W whole and fails every call.
+TEST(PrecisionGrade, TheSubmissionGetsWEmptyAndItsInt4FormWhole) {
+    const fs::path dir = fs::temp_directory_path() / ("memwall-levels-w-" + std::to_string(getpid()));
+    fs::create_directories(dir / "04-precision");
+    std::ifstream in(kSource + "/levels/04-precision/level.json");
+    json level = json::parse(in);
+    // The level's folder as it is; the adapter from the source tree (the sandboxed compiler sees no /tmp).
+    fs::copy(kExercise, dir / "04-precision" / "exercise", fs::copy_options::recursive);
+    json& x = level["exercises"][0];
+    x["adapter"] = kControls + "/adapter_precision_sizes.cpp";
+    x["grading"]["correctness_shapes"] = {"n_out=7,n_in=7,b=1", "n_out=33,n_in=129,b=3"};
+    x["grading"].erase("speed_shape");
+    for (const bool withheld : {true, false}) {
+        if (!withheld) x["grading"].erase("withheld_inputs");
+        std::ofstream(dir / "04-precision" / "level.json") << level.dump(2);
+        const GradeRun r = grade04("--submission " + kExercise + "/dequant_gemv_int4_g64_cpu.cpp --seed 2",
+                                   "MEMWALL_LEVELS_DIR=" + dir.string());
+        ASSERT_EQ(r.status, 0) << r.output;
+        if (withheld) {
+            EXPECT_NEAR(points(r.doc, "correctness"), 60, 1e-6) << failures(r.doc);
+        } else {
+            EXPECT_EQ(points(r.doc, "correctness"), 0) << failures(r.doc);
+            EXPECT_NE(failures(r.doc).find("W arrived with 196 bytes, not 0"), std::string::npos) << failures(r.doc);
+        }
+    }
+    fs::remove_all(dir);
 }
 
 // A manifest that asks for an oracle or a timing the grader does not know is
