@@ -151,11 +151,13 @@ template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) { return vmin(splat<V>(87
 template <int N, class V> MW_SIMD_INLINE void exp_n(V* x) {
     using I = typename Traits<V>::I;
     const V magic = splat<V>(12582912.0f);  // n = round(x / ln 2) by the 1.5*2^23 trick (exact for |n| < 2^22)
-    V n[N], r[N], p[N];
+    V t[N], n[N], r[N], p[N];
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) x[k] = clamp_exp_arg(x[k]);
 #pragma GCC unroll 8
-    for (int k = 0; k < N; ++k) n[k] = (x[k] * 1.44269504088896341f + magic) - magic;
+    for (int k = 0; k < N; ++k) t[k] = x[k] * 1.44269504088896341f + magic;
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) n[k] = t[k] - magic;
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) r[k] = x[k] - n[k] * 0.693359375f;
 #pragma GCC unroll 8
@@ -177,7 +179,13 @@ template <int N, class V> MW_SIMD_INLINE void exp_n(V* x) {
         if constexpr (sizeof(V) == 64) {
             x[k] = __builtin_ia32_scalefps512_mask(p[k], n[k], p[k], 0xFFFF, 4);
         } else {
-            const I e = (__builtin_convertvector(n[k], I) + 127) << 23;
+            // t = 1.5 * 2^23 + n holds n in its low mantissa bits (two's
+            // complement for n < 0), and 1.5 * 2^23's own bits all shift out
+            // past bit 31: (bits(t) << 23) + (127 << 23) is 2^n's bit
+            // pattern, two integer ops instead of a float-to-int convert.
+            I e;
+            std::memcpy(&e, &t[k], sizeof e);
+            e = (e << 23) + (127 << 23);
             V scale;
             std::memcpy(&scale, &e, sizeof scale);
             x[k] = p[k] * scale;
@@ -191,11 +199,14 @@ template <class V> MW_SIMD_INLINE V exp(V x) {
 
 // tanh-GELU as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), on N
 // independent vectors in place; exp's argument -2u takes one multiply.
+// The cubic is folded into the constant: -2u = (x^2 (0.044715 K) + K) x with
+// K = -2 sqrt(2/pi), one FMA and two multiplies.
 constexpr float kMinus2SqrtTwoOverPi = -1.5957691216057308f;  // -2 sqrt(2/pi)
+constexpr float kCubicTimesMinus2SqrtTwoOverPi = -0.0713548162726f;  // 0.044715 * -2 sqrt(2/pi)
 template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
     V e[N];
 #pragma GCC unroll 8
-    for (int k = 0; k < N; ++k) e[k] = (x[k] * x[k] * 0.044715f + 1.0f) * x[k] * kMinus2SqrtTwoOverPi;
+    for (int k = 0; k < N; ++k) e[k] = (x[k] * x[k] * kCubicTimesMinus2SqrtTwoOverPi + kMinus2SqrtTwoOverPi) * x[k];
     exp_n<N>(e);
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) x[k] = x[k] * recip(e[k] + 1.0f);
@@ -207,7 +218,7 @@ template <class V> MW_SIMD_INLINE V gelu(V x) {
 
 // Scalar twins for the tails of rows (same formulas, libm exp).
 inline float gelu_scalar(float x) {
-    return x / (std::exp((x * x * 0.044715f + 1.0f) * x * kMinus2SqrtTwoOverPi) + 1.0f);
+    return x / (std::exp((x * x * kCubicTimesMinus2SqrtTwoOverPi + kMinus2SqrtTwoOverPi) * x) + 1.0f);
 }
 
 }  // namespace mw::fusion::simd
