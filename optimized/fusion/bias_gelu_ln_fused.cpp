@@ -31,6 +31,15 @@
 // a shift (the mean of the row's first step: 128 values with AVX-512, 32
 // with AVX2; shifted_stats says why that loses little to cancellation), and
 // the pipeline runs on from row to row.
+// On an AVX2 core the row is bound by GELU's chain rather than by DRAM: on
+// the 2-core Zen 3 of results/epyc-zen3-kvm-2c one thread took the same
+// time a row with the rows in cache as from DRAM (~19 cycles per 8 floats,
+// about twice what the FMA ports need), and eight chains instead of four
+// were slower (spills). simd::gelu_n's AVX2 form is shaped for that: fewer
+// steps in the chain (the cubic folded into its constant, 2^n from integer
+// bits, a divide instead of recip's four steps): a copy of this kernel in a
+// scratch driver there (1 thread, rows in cache) went from ~20.5 to ~15.5
+// TSC ticks per 8 floats, so that two threads can keep up with DRAM.
 // Numerics: the mean as the reference's; the variance one-pass with a shift
 // where the reference takes two passes (two passes only for rows shorter
 // than one step); polynomial exp (~2 ulp) inside GELU.
