@@ -20,7 +20,8 @@
 // returns ~1e-38, not 0: callers that mask use a select; exp(NaN) is NaN). GELU is the tanh form,
 // evaluated as x * sigmoid(2u) = x / (1 + exp(-2u)) — the same function as
 // 0.5 x (1 + tanh u) without the cancellation of 1 + tanh(u) for x << 0;
-// the division is a reciprocal estimate refined by one Newton step.
+// the division is a reciprocal estimate refined by one Newton step on
+// AVX-512 and a divide on AVX2 (gelu_n says why).
 #pragma once
 
 // immintrin.h is included for its side effect: its target pragmas make GCC
