@@ -120,13 +120,13 @@ template <class V> MW_SIMD_INLINE float hmax(V v) {
     return m;
 }
 
-// 1/d to ~1 ulp without a divide: the 14-bit (AVX-512) or 12-bit (AVX2)
-// reciprocal estimate plus one Newton step, 3 instructions on the FMA ports
-// instead of a divider with a throughput of one vector per ~10 cycles.
+// 1/d to ~1 ulp without a divide, AVX-512 only: the 14-bit reciprocal
+// estimate plus one Newton step, 3 instructions on the FMA ports instead of
+// a zmm divider with a throughput of one vector per ~10 cycles. (AVX2 code
+// divides: gelu_n says why.)
 template <class V> MW_SIMD_INLINE V recip(V d) {
-    V r;
-    if constexpr (sizeof(V) == 64) r = __builtin_ia32_rcp14ps512_mask(d, d, 0xFFFF);
-    else r = __builtin_ia32_rcpps256(d);
+    static_assert(sizeof(V) == 64, "recip is AVX-512's; AVX2 code divides (gelu_n)");
+    const V r = __builtin_ia32_rcp14ps512_mask(d, d, 0xFFFF);
     return r * (2.0f - d * r);
 }
 
@@ -142,7 +142,7 @@ template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) { return vmin(splat<V>(87
 // degree-6 polynomial fitted to relative error, evaluated by Estrin's
 // scheme (over 2^24 points of the range: 1.4 ulp at worst; Horner's 1.0).
 // AVX-512 multiplies by 2^n with one vscalefps; AVX2 builds 2^n in the
-// exponent field. 13 vector instructions per 16 floats on AVX-512.
+// exponent field. 14 vector instructions per 16 floats on AVX-512.
 //
 // exp_n and gelu_n take N independent vectors and advance all of them one
 // step at a time. Each is a chain of ~20 dependent instructions (~80 cycles
@@ -204,7 +204,7 @@ template <class V> MW_SIMD_INLINE V exp(V x) {
 // The cubic is folded into the constant: -2u = (x^2 (0.044715 K) + K) x with
 // K = -2 sqrt(2/pi), one FMA and two multiplies.
 constexpr float kMinus2SqrtTwoOverPi = -1.5957691216057308f;  // -2 sqrt(2/pi)
-constexpr float kCubicTimesMinus2SqrtTwoOverPi = -0.0713548162726f;  // 0.044715 * -2 sqrt(2/pi)
+constexpr float kCubicTimesMinus2SqrtTwoOverPi = 0.044715f * kMinus2SqrtTwoOverPi;
 template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
     V e[N];
 #pragma GCC unroll 8
@@ -216,8 +216,8 @@ template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
         // zmm divide issues once per ~10 cycles on Intel's cores. AVX2: a
         // true divide, which Zen 3 issues once per ~3.5 cycles per ymm, off
         // the FMA ports and with a shorter latency than recip's four steps;
-        // GELU's chain is bound by latency there (fused kernel copy on the
-        // Zen 3, 1 thread, rows in cache: 5-15% faster a row than recip).
+        // GELU's chain is bound by latency there (the fused kernel's
+        // header has the Zen 3's figures).
         if constexpr (sizeof(V) == 64) x[k] = x[k] * recip(e[k] + 1.0f);
         else x[k] = x[k] / (e[k] + 1.0f);
     }
