@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <iostream>
 #include <sstream>
 #include <vector>
 
@@ -432,10 +433,24 @@ TEST(GradeAttack, TheCompilerCannotIncludeTheGradersStandardInput) {
     expect_correct_but_slow(r);  // an empty include leaves the textbook loop
 }
 
+// A truncation that worked would kill the grader (SIGBUS: no exit status,
+// no report). A grader error (exit 3, a report saying grader_error) is not
+// that: under a full parallel test run it came once, so it gets one more
+// try with another seed, and its report's words are printed either way.
 TEST(GradeAttack, ATruncatedCallMemoryCannotKillTheGrader) {
-    const GradeRun r = grade_level("01", control("attack_truncate.cpp") + " --seed 7");
-    ASSERT_EQ(r.status, 0) << r.output;
+    GradeRun r;
+    std::string errors;
+    for (int seed : {7, 17}) {
+        r = grade_level("01", control("attack_truncate.cpp") + " --seed " + std::to_string(seed));
+        if (r.status == 3 && r.doc.is_object() && r.doc.value("grader_error", false)) {
+            errors += "seed " + std::to_string(seed) + ": " + failures(r.doc);
+            continue;
+        }
+        break;
+    }
+    ASSERT_EQ(r.status, 0) << r.output << (r.doc.is_object() ? failures(r.doc) : "") << errors;
     ASSERT_TRUE(r.doc.is_object()) << "no report:\n" << r.output;
+    if (!errors.empty()) std::cout << "[ retried  ] the first grade was the grader's error: " << errors;
     expect_correct_but_slow(r);
 }
 
