@@ -10,7 +10,7 @@
 // write y) plus the parameters — 64 MiB instead of 256 MiB at 2048 x 4096 —
 // so a DRAM-bound time ~4x shorter than rung 1's; FLOPs unchanged. No
 // temporaries: the extra memory is two rows per thread.
-// GELU is a chain of ~20 dependent vector instructions: eight of them are
+// GELU is a chain of ~15 dependent vector instructions: eight of them are
 // interleaved (simd::gelu_n) so the FMA ports are not left waiting on one
 // chain's latency; on the 2-core Xeon that took a row from ~34 to ~28 cycles
 // per 16 floats.
