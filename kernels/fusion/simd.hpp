@@ -138,6 +138,8 @@ template <class V> MW_SIMD_INLINE V recip(V d) {
 // instruction, but turns NaN into 87.3, and exp(NaN) into 8e37.
 template <class V> MW_SIMD_INLINE V clamp_exp_arg(V x) { return vmin(splat<V>(87.3f), vmax(splat<V>(-87.3f), x)); }
 
+constexpr double kLog2e = 1.4426950408889634;  // log2(e), rounded to float where a kernel uses it
+
 // exp(x), ~2 ulp; x clamped to [-87.3, 87.3] so the result stays a normal,
 // finite float. x = n ln2 + r with n = round(x / ln 2), |r| <= ln2 / 2
 // (Cody-Waite: ln 2 split in two so r is exact to ~1 ulp); exp(r) is a
@@ -160,7 +162,7 @@ template <int N, class V> MW_SIMD_INLINE void exp_n(V* x) {
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) x[k] = clamp_exp_arg(x[k]);
 #pragma GCC unroll 8
-    for (int k = 0; k < N; ++k) t[k] = x[k] * 1.44269504088896341f + magic;
+    for (int k = 0; k < N; ++k) t[k] = x[k] * float(kLog2e) + magic;
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) n[k] = t[k] - magic;
 #pragma GCC unroll 8
@@ -255,9 +257,9 @@ template <int N, class V> MW_SIMD_INLINE void exp2_n(V* y) {
 // independent vectors in place: x / (1 + 2^y) with y = -2u log2 e. The cubic
 // and log2 e are folded into two constants: y = (x^2 (0.044715 K) + K) x
 // with K = -2 sqrt(2/pi) log2 e, one FMA and two multiplies.
-constexpr double kLog2e = 1.4426950408889634;
-constexpr float kMinus2SqrtTwoOverPiLog2e = float(-1.5957691216057308 * kLog2e);  // -2 sqrt(2/pi) log2 e
-constexpr float kCubicTimesMinus2SqrtTwoOverPiLog2e = float(0.044715 * -1.5957691216057308 * kLog2e);
+constexpr double kMinus2SqrtTwoOverPi = -1.5957691216057308;  // -2 sqrt(2/pi)
+constexpr float kMinus2SqrtTwoOverPiLog2e = float(kMinus2SqrtTwoOverPi * kLog2e);
+constexpr float kCubicTimesMinus2SqrtTwoOverPiLog2e = float(0.044715 * kMinus2SqrtTwoOverPi * kLog2e);
 template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
     V e[N];
 #pragma GCC unroll 8
