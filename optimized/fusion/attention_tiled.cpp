@@ -18,7 +18,11 @@
 //     column-wise from St; the correction alpha is applied as the
 //     accumulators are loaded, not in a pass of its own.
 //   - St and O_acc are laid out in panels of 64 x 64, so every row stride in
-//     the micro-kernel is a constant.
+//     the micro-kernel is a constant; Qt's and St's rows are 80 floats apart
+//     (64 and a line), so a walk down a column spreads over L1's sets.
+//   - A tile's 64 rows go to the micro-kernel as 9 calls of 6 and 2 of 5
+//     rather than 10 of 6 and a 4-row tail; once a query's running max has
+//     settled (its correction exactly 1), its O_acc rows load unscaled.
 //   - At long s, K and V come from L3 or DRAM: while one tile is computed,
 //     the next tile's K and V are prefetched into L2, one line per step of
 //     the micro-kernel. With it and the changes above, the recorded causal
@@ -51,6 +55,10 @@ constexpr long kBr = 64, kBc = 64;  // queries per block, keys per tile
 // then a constant, so the micro-kernel's row addresses are immediates.
 constexpr long kP = 64;
 static_assert(kBr == kP && kBc == kP);
+// Row stride of Qt and St: 64 floats and a line (320 B, five lines). At 256 B
+// a column walk of 64 or 128 rows falls in 16 of L1's 64 sets and the
+// K rows streamed beside it evict it.
+constexpr long kLd = 80;
 
 // C[MR][NV*W] = C0 + A[MR][K] B[K][NV*W], C0 = 0 (scale null) or C scaled by
 // row (scale[i]: the online softmax's correction, folded into the load of
@@ -58,16 +66,23 @@ static_assert(kBr == kP && kBc == kP);
 // A[i*ars + p*acs] is broadcast, B's rows are loaded as NV vectors; the
 // MR x NV accumulators stay in registers for the whole K loop. The first
 // pf_lines iterations each prefetch one line of pf into L2.
-template <class V, int MR, int NV>
+template <class V, int MR, int NV, long LDC>
 MW_SIMD_INLINE void micro(long K, const float* A, long ars, long acs, const float* B, long ldb, float* C,
                           const float* scale, const char* pf, long pf_lines) {
     constexpr int W = simd::width<V>;
     V c[MR][NV];
+    // Once a row's running max has settled, its correction is exactly 1 from
+    // tile to tile: the rows are then loaded without the multiply (MR x NV
+    // multiplies on the FMA ports per call, ~1.5% of PV's FMAs at K = 64).
+    bool unit = scale != nullptr;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) unit = unit && scale[i] == 1.0f;
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
         const V s = scale ? simd::splat<V>(scale[i]) : V{};
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) c[i][v] = scale ? simd::load<V>(C + i * kP + v * W) * s : V{};
+        for (int v = 0; v < NV; ++v)
+            c[i][v] = !scale ? V{} : unit ? simd::load<V>(C + i * LDC + v * W) : simd::load<V>(C + i * LDC + v * W) * s;
     }
 #pragma GCC unroll 2
     for (long p = 0; p < K; ++p) {
@@ -85,13 +100,13 @@ MW_SIMD_INLINE void micro(long K, const float* A, long ars, long acs, const floa
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) simd::store(C + i * kP + v * W, c[i][v]);
+        for (int v = 0; v < NV; ++v) simd::store(C + i * LDC + v * W, c[i][v]);
 }
 
 // C[rows][ncols] = C0 + A[rows][K] B[K][ncols] (C in panels, C0 as for
 // micro); ncols a multiple of NV*W. Prefetches pf_bytes of pf into L2 along
 // the way, one line per K step.
-template <class V, int MR, int NV>
+template <class V, int MR, int NV, long LDC>
 MW_SIMD_INLINE void tile_gemm(long rows, long ncols, long K, const float* A, long ars, long acs, const float* B,
                               long ldb, float* C, const float* scale, const char* pf, long pf_bytes) {
     constexpr int W = simd::width<V>;
@@ -104,24 +119,39 @@ MW_SIMD_INLINE void tile_gemm(long rows, long ncols, long K, const float* A, lon
         return std::pair{at, n};
     };
     for (long c0 = 0; c0 < ncols; c0 += NV * W) {
-        float* Cc = C + c0 / kP * kP * kP + c0 % kP;
+        float* Cc = C + c0 / kP * kP * LDC + c0 % kP;
+        // Rows in calls of MR and, for the rest, of MR - 1 where they fit
+        // (64 = 9 x 6 + 2 x 5): a 5-row call keeps ten accumulators, enough
+        // FMAs in flight to cover their latency, where a 4-row tail's eight
+        // ran at about half the 6-row call's rate (perf, Zen 3).
+        const long short_calls = (MR - rows % MR) % MR, full_end = rows - short_calls * (MR - 1);
         long i = 0;
+        if (short_calls > 0 && full_end >= 0 && full_end % MR == 0) {
+            for (; i < full_end; i += MR) {
+                const auto [at, n] = next_pf();
+                micro<V, MR, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), at, n);
+            }
+            for (; i < rows; i += MR - 1) {
+                const auto [at, n] = next_pf();
+                micro<V, MR - 1, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), at, n);
+            }
+        }
         for (; i + MR <= rows; i += MR) {
             const auto [at, n] = next_pf();
-            micro<V, MR, NV>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * kP, row_scale(i), at, n);
+            micro<V, MR, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), at, n);
         }
-        // The rows left (4 of a 64-row tile at MR = 6) by the widest kernel
-        // that fits: one row at a time would load NV vectors of B for NV FMAs.
+        // The rows left (when no split into MR and MR - 1 fits) by the widest
+        // kernel that fits: one row at a time would load NV vectors of B for NV FMAs.
         if (i + 4 <= rows) {
-            micro<V, 4, NV>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * kP, row_scale(i), nullptr, 0);
+            micro<V, 4, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), nullptr, 0);
             i += 4;
         }
         if (i + 2 <= rows) {
-            micro<V, 2, NV>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * kP, row_scale(i), nullptr, 0);
+            micro<V, 2, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), nullptr, 0);
             i += 2;
         }
         for (; i < rows; ++i)
-            micro<V, 1, NV>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * kP, row_scale(i), nullptr, 0);
+            micro<V, 1, NV, LDC>(K, A + i * ars, ars, acs, B + c0, ldb, Cc + i * LDC, row_scale(i), nullptr, 0);
     }
 }
 
@@ -133,7 +163,7 @@ struct Work {
 };
 
 // Floats of per-thread workspace: Qt, St, O_acc, a padded V tile, m, l, alpha.
-long workspace_floats(long D, long Dp) { return D * kBr + kBc * kBr + kBr * Dp + kBc * Dp + 3 * kBr; }
+long workspace_floats(long D, long Dp) { return D * kLd + kBc * kLd + kBr * Dp + kBc * Dp + 3 * kBr; }
 
 template <class V>
 MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
@@ -148,15 +178,15 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
     float* o = w.O + (bh * S + q0) * D;
     const long rows = std::min(kBr, S - q0);
     float* Qt = ws;
-    float* St = Qt + D * kBr;
-    float* Oacc = St + kBc * kBr;
+    float* St = Qt + D * kLd;
+    float* Oacc = St + kBc * kLd;
     float* Vp = Oacc + kBr * Dp;
     float* m = Vp + kBc * Dp;
     float* l = m + kBr;
     float* alpha = l + kBr;
 
     for (long p = 0; p < D; ++p)
-        for (long i = 0; i < kBr; ++i) Qt[p * kBr + i] = i < rows ? q[i * D + p] * a.scale : 0.0f;
+        for (long i = 0; i < kBr; ++i) Qt[p * kLd + i] = i < rows ? q[i * D + p] * a.scale : 0.0f;
     std::fill(Oacc, Oacc + kBr * Dp, 0.0f);
     std::fill(m, m + kBr, -INFINITY);
     std::fill(l, l + kBr, 0.0f);
@@ -172,12 +202,11 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
         const long next = std::max(0L, std::min(kBc, kv_end - k0 - kBc));
         const char* k_next = next ? reinterpret_cast<const char*>(k + (k0 + kBc) * D) : nullptr;
         const char* v_next = next ? reinterpret_cast<const char*>(v + (k0 + kBc) * D) : nullptr;
-        tile_gemm<V, MR, NV>(cols, kBr, D, k + k0 * D, D, 1, Qt, kBr, St, nullptr, k_next, next * D * 4);
-        for (long j = cols; j < kBc; ++j) std::fill(St + j * kBr, St + (j + 1) * kBr, -INFINITY);
+        tile_gemm<V, MR, NV, kLd>(cols, kBr, D, k + k0 * D, D, 1, Qt, kLd, St, nullptr, k_next, next * D * 4);
         if (a.causal && k0 + cols > q0)
             for (long j = 0; j < cols; ++j)
                 for (long i = 0; i < kBr; ++i)
-                    if (k0 + j > q0 + i) St[j * kBr + i] = -INFINITY;
+                    if (k0 + j > q0 + i) St[j * kLd + i] = -INFINITY;
 
         // Online softmax down the columns of St. G vectors of a row of St
         // are walked together: G independent max, exp and sum chains (one
@@ -189,9 +218,9 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
             V mo[G], mn[G], ls[G];
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) mo[g] = mn[g] = simd::load<V>(m + i0 + g * W);
-            for (long j = 0; j < kBc; ++j)
+            for (long j = 0; j < cols; ++j)
 #pragma GCC unroll 4
-                for (int g = 0; g < G; ++g) mn[g] = simd::vmax(mn[g], simd::load<V>(St + j * kBr + i0 + g * W));
+                for (int g = 0; g < G; ++g) mn[g] = simd::vmax(mn[g], simd::load<V>(St + j * kLd + i0 + g * W));
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
                 const V al = mn[g] == ninf ? one : simd::exp(mo[g] - mn[g]);
@@ -199,18 +228,18 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
                 simd::store(m + i0 + g * W, mn[g]);
                 simd::store(alpha + i0 + g * W, al);
             }
-            for (long j = 0; j < kBc; ++j) {
+            for (long j = 0; j < cols; ++j) {
                 V s[G], pr[G];
 #pragma GCC unroll 4
                 for (int g = 0; g < G; ++g) {
-                    s[g] = simd::load<V>(St + j * kBr + i0 + g * W);
+                    s[g] = simd::load<V>(St + j * kLd + i0 + g * W);
                     pr[g] = s[g] - mn[g];
                 }
                 simd::exp_n<G>(pr);
 #pragma GCC unroll 4
                 for (int g = 0; g < G; ++g) {
                     pr[g] = s[g] == ninf ? zero : pr[g];
-                    simd::store(St + j * kBr + i0 + g * W, pr[g]);
+                    simd::store(St + j * kLd + i0 + g * W, pr[g]);
                     ls[g] += pr[g];
                 }
             }
@@ -225,7 +254,7 @@ MW_SIMD_INLINE void attend_block(const Work& w, long bh, long q0, float* ws) {
             vt = Vp;
             ldv = Dp;
         }
-        tile_gemm<V, MR, NV>(rows, Dp, cols, St, 1, kBr, vt, ldv, Oacc, alpha, v_next, next * D * 4);
+        tile_gemm<V, MR, NV, kP>(rows, Dp, cols, St, 1, kLd, vt, ldv, Oacc, alpha, v_next, next * D * 4);
     }
     for (long i = 0; i < rows; ++i) {
         const float inv = 1.0f / l[i];
