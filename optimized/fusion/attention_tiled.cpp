@@ -6,7 +6,7 @@
 // in a Br x d accumulator (the online softmax of softmax_online.cpp, applied
 // tile by tile); O is divided by l once at the end.
 //   - The block's queries are packed once, transposed and pre-scaled by
-//     1/sqrt(d) (Qt: d x 64, 32 KiB at d = 128). Scores are computed
+//     1/sqrt(d) (Qt: d x 64 in rows of 80 floats, 40 KiB at d = 128). Scores are computed
 //     transposed, St = K_tile Qt (64 keys x 64 queries), by a SIMD
 //     register-tile micro-kernel (6 keys x 64 queries per step, 24 zmm
 //     accumulators), reading K rows straight from the input.
@@ -17,19 +17,22 @@
 //   - O_acc = alpha O_acc + P V by the same micro-kernel with P read
 //     column-wise from St; the correction alpha is applied as the
 //     accumulators are loaded, not in a pass of its own.
-//   - St and O_acc are laid out in panels of 64 x 64, so every row stride in
-//     the micro-kernel is a constant; Qt's and St's rows are 80 floats apart
-//     (64 and a line), so a walk down a column spreads over L1's sets.
-//   - A tile's 64 rows go to the micro-kernel as 9 calls of 6 and 2 of 5
-//     rather than 10 of 6 and a 4-row tail; once a query's running max has
-//     settled (its correction exactly 1), its O_acc rows load unscaled.
+//   - St and O_acc are laid out in panels of 64 columns, so every row stride
+//     in the micro-kernel is a constant.
 //   - At long s, K and V come from L3 or DRAM: while one tile is computed,
 //     the next tile's K and V are prefetched into L2, one line per step of
 //     the micro-kernel. With it and the changes above, the recorded causal
 //     GQA run at s = 16384 (h = 32, hk = 8, d = 128, 2 threads) went from 269
 //     to 301 GFLOP/s on the 2-core Xeon of results/xeon-260m-kvm-2c
 //     (attention-gqa-causal-16k.*).
-// Working set per thread: Qt, St (16 KiB), O_acc (32 KiB), the K/V tiles
+//   - Later, on the Zen 3 EPYC of results/epyc-zen3-kvm-2c: Qt's and St's
+//     rows 80 floats apart (64 and a line), so a walk down a column spreads
+//     over L1's sets; a tile's 64 rows as 9 micro-kernel calls of 6 and 2 of
+//     5 (ten accumulators on AVX2) rather than 10 of 6 and a 4-row tail; and
+//     once a query's running max has settled (its correction exactly 1), its
+//     O_acc rows load unscaled. Paired against the kernel before them, the
+//     gain was within that host's run-to-run noise (~3%).
+// Working set per thread: Qt, St (20 KiB), O_acc (32 KiB), the K/V tiles
 // streamed through (32 KiB each) and the next two being prefetched (64 KiB)
 // — L2-resident; peak extra memory is Qt, St, O_acc and a padded V tile
 // (when d is not a multiple of 64), per thread (~100 KiB at d = 128),
@@ -50,9 +53,10 @@ namespace mw::fusion {
 namespace {
 
 constexpr long kBr = 64, kBc = 64;  // queries per block, keys per tile
-// St and O_acc are stored in panels of 64 columns, each panel 64 rows of 64
-// floats: C(i, c) = C[(c / 64) * 4096 + i * 64 + c % 64]. The row stride is
-// then a constant, so the micro-kernel's row addresses are immediates.
+// St and O_acc are stored in panels of 64 columns, each panel 64 rows of LDC
+// floats: C(i, c) = C[(c / 64) * 64 * LDC + i * LDC + c % 64], with LDC = 64
+// for O_acc and kLd for St (one panel). The row stride is then a constant, so
+// the micro-kernel's row addresses are immediates.
 constexpr long kP = 64;
 static_assert(kBr == kP && kBc == kP);
 // Row stride of Qt and St: 64 floats and a line (320 B, five lines). At 256 B
