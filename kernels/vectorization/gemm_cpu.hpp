@@ -12,9 +12,11 @@
 //   KC  depth of one rank-KC update: a KC x NR micro-panel of B (32 KiB at
 //       KC=256, NR=32) stays in L1 while the kernel sweeps the A block;
 //   MC  rows of A packed at once: the MC x KC block (96 KiB) stays in L2,
-//       and the MC x NC strip of C (384 KiB) stays in L2 across the KC
-//       blocks, beside the KC x NC slice of B (1 MiB) read through it;
-//   NC  columns of B packed at once, for all of K, as KC-deep slices: the
+//       and the MC x NC strip of C (384 KiB at NC=1024) stays in L2
+//       across the KC blocks, beside the KC x NC slice of B read through it;
+//   NC  columns of B packed at once, for all of K, as KC-deep slices (the
+//       slice KC x NC takes half of this machine's L2: 1024 on a 2 MiB L2,
+//       512 on 1 MiB); the
 //       packed block is read from L2/L3 by every MC block (and, in rung 4,
 //       by every thread).
 // Loop nest (rung 3):  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
@@ -71,7 +73,8 @@ using MicroKernel = void (*)(int kc, const float* Ap, const float* Bp, float* C,
 struct Kernel {
     const char* isa;  // "avx512" or "avx2"
     int mr, nr;       // register tile
-    int kc, mc, nc;   // cache blocks; mc is a multiple of mr, nc of nr
+    int kc, mc, nc;   // cache blocks; mc is a multiple of mr, nc of nr (select_kernel's
+                      // nc is sized from this machine's L2, see gemm_simd.cpp)
     MicroKernel micro;
 };
 

@@ -43,6 +43,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "harness/ceilings.hpp"
 #include "harness/isa.hpp"
 #include "kernels/vectorization/gemm_cpu.hpp"
 #include "reference/vectorization/gemm.hpp"
@@ -136,16 +137,25 @@ void micro_avx2(int kc, const float* a, const float* b, float* c, int ldc, bool 
 
 // KC*NR*4 = 32 KiB of B micro-panel for L1. L2 holds what one KC slice
 // touches: the MC x KC block of A (96 KiB), the MC x NC strip of C that the
-// slice adds into (384 KiB) and the KC x NC slice of B that the micro-panels
-// are read from (1 MiB): 1.5 MiB together. Sized on a Xeon with a 48 KiB L1d
-// and a 2 MiB L2; fixed, not tuned per machine: on a 32 KiB L1d / 1 MiB L2
-// (Zen 4) the B panel fills L1 and the slice and the strip overflow L2, and
-// lesson 01 says what that costs. NC was 2048 at first: 2.8 MiB per slice,
-// past this L2, so at N = 2048 every KC slice found the C strip back in L3.
-// On the Xeon of results/xeon-260m-kvm-2c, `memwall run gemm --variant
+// slice adds into and the KC x NC slice of B that the micro-panels are read
+// from. KC, MC and MR/NR are constants, sized on a Xeon with a 48 KiB L1d and
+// a 2 MiB L2; NC is taken from the L2 size the OS reports (nc_for_l2 below):
+// the slice gets half of it. On that Xeon that is NC = 1024 (1 MiB slice,
+// 384 KiB strip), the value measured best there: NC was 2048 at first,
+// 2.8 MiB per slice, so at N = 2048 every KC slice found the C strip back in
+// L3 (on the Xeon of results/xeon-260m-kvm-2c, `memwall run gemm --variant
 // threads --variant openblas --skip-naive --shape m=2048,n=2048,k=2048
 // --threads 1 --rounds 3`: 110 GFLOP/s (0.71x OpenBLAS) at NC = 2048, 142
-// (0.913x) at NC = 1024, OpenBLAS's best the same in both runs.
+// (0.913x) at NC = 1024). On the Zen 4 EPYC of results/epyc-kvm-2c (1 MiB
+// L2) it is NC = 512, 800 KiB in all; with 1024 there, the slice alone filled
+// L2 (`memwall run gemm --variant threads --variant onednn --skip-naive
+// --shape m=1024,n=1024,k=1024 --shape m=2048,n=2048,k=2048 --threads 2
+// --rounds 2 --budget 1`, NC from an environment variable in a scratch
+// build: 1024^3 9.98 ms at NC = 512 against 12.16 ms at 1024, oneDNN 9.54
+// and 9.70 in the same runs; 2048^3 80.9 against 81.8 ms; NC = 256 and 384,
+// KC = 128, 192, 320 and 384, MC = 72, 120, 144, 192 and 240 no better).
+// The Zen 3 EPYC's 512 KiB L2 gives its AVX2 kernel NC = 256 by the same
+// rule (derived, not measured there).
 constexpr Kernel kAvx512 = {"avx512", 12, 32, 256, 96, 1024, &micro_avx512<12>};
 constexpr Kernel kAvx2 = {"avx2", 6, 16, 256, 96, 1024, &micro_avx2<6>};
 constexpr int kMaxTile = 16 * 32;  // largest mr * nr above, for the edge scratch tile
@@ -155,7 +165,21 @@ static_assert(kAvx512.mc % kAvx512.mr == 0 && kAvx2.mc % kAvx2.mr == 0, "MC must
 
 }  // namespace
 
-const Kernel& select_kernel() { return isa::pick() == isa::Isa::avx512 ? kAvx512 : kAvx2; }
+// NC for this machine: the largest multiple of nr whose KC x NC slice of
+// packed B (kc * nc floats) takes at most half of the per-core L2, within
+// [256, 2048]; the kernel's own NC where the OS reports no L2 size.
+static int nc_for_l2(const Kernel& k) {
+    const double l2 = cache_bytes(2);
+    if (l2 <= 0) return k.nc;
+    const int nc = int(l2 / 2 / (double(k.kc) * sizeof(float))) / k.nr * k.nr;
+    return std::clamp(nc, 256, 2048);
+}
+
+const Kernel& select_kernel() {
+    static const Kernel avx512 = {kAvx512.isa, kAvx512.mr, kAvx512.nr, kAvx512.kc, kAvx512.mc, nc_for_l2(kAvx512), kAvx512.micro};
+    static const Kernel avx2 = {kAvx2.isa, kAvx2.mr, kAvx2.nr, kAvx2.kc, kAvx2.mc, nc_for_l2(kAvx2), kAvx2.micro};
+    return isa::pick() == isa::Isa::avx512 ? avx512 : avx2;
+}
 
 void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap) {
     for (int i0 = 0; i0 < mc; i0 += mr, Ap += long(mr) * kc) {
@@ -272,10 +296,10 @@ std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n) {
     return {static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free};
 }
 
-// Bytes (AVX-512 blocking): the packed B block is re-read once per MC-row
+// Bytes (the blocking of the kernel that runs): the packed B block is re-read once per MC-row
 // block, A once per NC-column block, C written once (it stays in L2 across the
 // KC slices).
-double simd_bytes(const Shape& s, DType) { return bytes_blocked(s, kAvx512.mc, kAvx512.nc); }
+double simd_bytes(const Shape& s, DType) { return bytes_blocked(s, select_kernel().mc, select_kernel().nc); }
 
 }  // namespace mw::gemm::cpu
 

@@ -2,8 +2,9 @@
 // GEMM the model stack's forward and backward passes call, against an fp64
 // product: every combination of transposed operands, row strides past the
 // logical widths, C overwritten and accumulated into, on one thread and on
-// two, odd shapes first and then an N past one column block (NC = 1024), where
-// the threaded version walks two NC blocks of B. Columns of C between N and
+// two, odd shapes first and then an N past one column block (NC, sized from
+// this machine's L2: 512 or 1024 on the CPUs met so far) by 33, where the
+// threaded version walks a ragged last NC block of B. Columns of C between N and
 // its row stride must stay untouched.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/ceilings.hpp"
 #include "kernels/vectorization/gemm_cpu.hpp"
 
 namespace {
@@ -108,19 +110,34 @@ void check_all(const Shape& s, const std::string& isa) {
 }
 
 const Shape kOdd[] = {{1, 1, 1}, {7, 7, 7}, {33, 1, 129}, {1, 33, 7}, {129, 127, 33}, {65, 77, 300}};
-const Shape kWide = {65, 1057, 300};  // N past one NC block by 33: a ragged second block (and a ragged KC slice)
+// N past one NC block (of the ISA that runs) by 33: a ragged second block (and a ragged KC slice).
+Shape wide() { return {65, mw::gemm::cpu::select_kernel().nc + 33, 300}; }
 
 TEST(GemmEx, OddShapesMatchFp64) {
     for (const Shape& s : kOdd) check_all(s, "default ISA");
 }
 
-TEST(GemmEx, NPastOneColumnBlockMatchesFp64) { check_all(kWide, "default ISA"); }
+// NC is the largest multiple of NR whose KC x NC slice of packed B (floats)
+// fills at most half of the L2 the OS reports, kept within [256, 2048].
+TEST(GemmEx, ColumnBlockTakesHalfOfL2) {
+    const double l2 = mw::cache_bytes(2);
+    if (l2 <= 0) GTEST_SKIP() << "the OS reports no L2 size";
+    const auto& k = mw::gemm::cpu::select_kernel();
+    const double slice = 4.0 * k.kc * k.nc;
+    EXPECT_EQ(k.nc % k.nr, 0) << k.nc;
+    EXPECT_GE(k.nc, 256);
+    EXPECT_LE(k.nc, 2048);
+    if (k.nc > 256) EXPECT_LE(slice, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
+    if (k.nc < 2048) EXPECT_GT(slice + 4.0 * k.kc * k.nr, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
+}
+
+TEST(GemmEx, NPastOneColumnBlockMatchesFp64) { check_all(wide(), "default ISA"); }
 
 TEST(GemmEx, Avx2FallbackMatchesFp64) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
     setenv("MEMWALL_ISA", "avx2", 1);
     check_all({33, 1, 129}, "avx2");
-    check_all(kWide, "avx2");
+    check_all(wide(), "avx2");
     unsetenv("MEMWALL_ISA");
 }
 
