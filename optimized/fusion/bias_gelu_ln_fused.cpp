@@ -79,22 +79,15 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
                                V c = V{}) {
     constexpr int W = simd::width<V>, N = kChains<V>;
     for (long j = j0; j < j1; j += N * W) {
-        // 16 KiB ahead into L2 (a whole row ahead at hidden = 4096): the
-        // loads of one step are too few to hide DRAM latency behind GELU's
-        // arithmetic. It was 4 KiB ahead into L1 (prefetcht0); on the Zen 4
-        // EPYC of results/epyc-kvm-2c, 16384 x 4096 on 2 threads, distances
-        // from an environment variable in a scratch build, runs in turn:
-        // 4 KiB into L1 15.1-16.1 ms, 8 and 16 KiB into L1 15.2-15.8, 8 KiB
-        // into L2 12.9-14.4, 16 KiB into L2 12.9-14.0, 32 KiB into L2
-        // 13.0-13.8. More lines in flight than L1's miss buffers hold, as
-        // for the GEMV rungs' panels (optimized/precision/gemv_q_repacked.cpp).
+        // 4 KiB ahead (into the next row near the end): the loads of one
+        // step are too few to hide DRAM latency behind GELU's arithmetic.
         // Past the last row the address points at nothing; a prefetch never
         // faults, and the address is formed as an integer, not a pointer
         // past its array.
 #pragma GCC unroll 8
         for (int k = 0; k < N * W; k += 16)
-            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(x + j) + 4 * (4096 + k)),
-                               0, 2);
+            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(x + j) + 4 * (1024 + k)),
+                               0, 3);
         V g[N];
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) g[k] = simd::load<V>(x + j + k * W) + simd::load<V>(bias + j + k * W);
