@@ -8,6 +8,7 @@
 // its row stride must stay untouched.
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <cfloat>
 #include <cmath>
@@ -16,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "harness/ceilings.hpp"
 #include "kernels/vectorization/gemm_cpu.hpp"
 
 namespace {
@@ -118,9 +118,9 @@ TEST(GemmEx, OddShapesMatchFp64) {
 }
 
 // NC is the largest multiple of NR whose KC x NC slice of packed B (floats)
-// fills at most half of the L2 the OS reports, kept within [256, 2048].
+// fills at most half of the L2 sysconf reports, kept within [256, 2048].
 TEST(GemmEx, ColumnBlockTakesHalfOfL2) {
-    const double l2 = mw::cache_bytes(2);
+    const double l2 = double(sysconf(_SC_LEVEL2_CACHE_SIZE));
     if (l2 <= 0) GTEST_SKIP() << "the OS reports no L2 size";
     const auto& k = mw::gemm::cpu::select_kernel();
     const double slice = 4.0 * k.kc * k.nc;
