@@ -47,17 +47,22 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
     const int blocks = std::min(tiles, (tiles + per_block * threads - 1) / (per_block * threads) * threads);
     auto row0 = [&](int b) { return std::min(M, int(long(b) * tiles / blocks) * k.mr); };
     const int col_blocks = (N + k.nc - 1) / k.nc;
+    // B's packing tasks: groups of four panels inside each NC block.
+    const int group = 4 * k.nr, groups = (k.nc + group - 1) / group;
 
 #pragma omp parallel num_threads(threads)
     {
         float* Ap = cpu::thread_scratch_a(a_floats);
-        // The threads pack B's KC x NR panels between them; the loop's
-        // implicit barrier makes all of it visible before anyone reads it.
-#pragma omp for collapse(2) schedule(dynamic, 4)
+        // The threads pack B between them, four KC x NR panels a task (rows
+        // of B read as runs of 4 NR floats); the loop's implicit barrier
+        // makes all of it visible before anyone reads it.
+#pragma omp for collapse(2) schedule(dynamic, 1)
         for (int pc = 0; pc < K; pc += k.kc)
-            for (int j = 0; j < N; j += k.nr) {
-                const int jc = j / k.nc * k.nc, nc = std::min(k.nc, N - jc), kc = std::min(k.kc, K - pc);
-                cpu::pack_b(B + long(pc) * N + j, N, kc, std::min(k.nr, N - j), k.nr,
+            for (int g = 0; g < col_blocks * groups; ++g) {
+                const int jc = g / groups * k.nc, nc = std::min(k.nc, N - jc), j = jc + g % groups * group;
+                if (j >= jc + nc) continue;  // past a narrower last block
+                const int kc = std::min(k.kc, K - pc);
+                cpu::pack_b(B + long(pc) * N + j, N, kc, std::min(group, jc + nc - j), k.nr,
                             cpu::packed_b_slice(Bp + long(jc) * K, pc, nc, k.nr) + long(j - jc) * kc);
             }
         // Pieces of C (row block, column block) are dealt out one at a time,
