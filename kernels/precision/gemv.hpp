@@ -73,9 +73,10 @@ struct PackedMatrix {
 };
 PackedMatrix repack(const QMatrix& m);
 namespace cpu {
-// How rung 6 rounds x: as dot_acts, except int4, whose x is int8 per block of
-// 256 (a whole number of groups), so the block's scale is applied once per
-// block rather than once per group. None for fp32.
+// How rung 6 rounds x: as dot_acts, except int8 and int4, whose x is int8 per
+// block of 256 (a whole number of int4 groups), so the block's scale is
+// applied once per 256 inputs rather than once per 32 or per group. None for
+// fp32.
 ActSpec repacked_acts(const QuantSpec& w);
 }  // namespace cpu
 // y[b][n_out] = dequant(W) . rounded(x); multi-threaded over panels.

@@ -34,15 +34,20 @@
 // vpmaddwd for int, widen + FMA for bf16), each half swept on its own over a
 // short stretch of k, so that b = 8 needs 8 accumulators per sweep, not 16
 // (AVX2 has 16 registers; see the AVX2 section). Numerics: as rung 5 (fp32: as
-// rung 1), except int4's x, which is int8 per block of 256 (a whole number of
-// groups, as llama.cpp's Q8_K) rather than per group: at b = 8 the loop is
-// bound by vector-op throughput (vpdpbusd shares the pipes with the FMAs), and
-// with the block scale applied once per 256 inputs and the zero point folded
-// into the int32 accumulator's start, a group costs each item a conversion
-// and one FMA instead of three ops: b = 8 ~10% faster (1.91 -> 1.74 ms at
-// 8192^2, int4 G = 32). The price: one scale per 256 inputs of x instead of
-// per 32 or 64 (an outlier in x coarsens the rounding of its whole block);
-// the contract oracle rounds x the same way.
+// rung 1), except the integer formats' x, which is int8 per block of 256 (a
+// whole number of int4 groups, as llama.cpp's Q8_K) rather than per group
+// (int4) or per 32 (int8): at b = 8 the loop is bound by vector-op
+// throughput (vpdpbusd shares the pipes with the FMAs), and the per-block
+// tail (a conversion and one or two FMAs per item) then comes once per 256
+// inputs. int4, with its zero point folded into the int32 accumulator's
+// start, then costs each item a conversion and one FMA per group instead of
+// three ops: b = 8 ~10% faster (1.91 -> 1.74 ms at 8192^2, G = 32). int8's
+// tail came every 8 steps of 8 vpdpbusd: b = 8 at 8192^2 1.73 -> 1.43 ms
+// (best of 6 interleaved rounds in one process, the Zen 4 EPYC of
+// results/epyc-kvm-2c, --cold; per 64: 1.56), b = 1 unchanged. The price:
+// one scale per 256 inputs of x instead of per 32 or 64 (an outlier in x
+// coarsens the rounding of its whole block); the contract oracle rounds x
+// the same way.
 #include "harness/ceilings.hpp"
 #include "harness/inputs.hpp"
 #include "kernels/precision/gemv.hpp"
@@ -57,7 +62,7 @@ double PackedMatrix::bytes() const {
 namespace {
 
 constexpr int kRows = 16;  // rows per panel: 16 lanes of 32 bits
-constexpr int kInt4ActBlock = 256;  // int4: x's int8 block, a multiple of every group (32, 64, 128)
+constexpr int kActBlock = 256;  // int8, int4: x's int8 block, a multiple of every group (32, 64, 128)
 
 enum class Kind { f32, bf16, i8, i4 };
 Kind kind_of(const QuantSpec& s) {
@@ -78,7 +83,8 @@ int per_lane(Kind k) { return k == Kind::f32 ? 1 : k == Kind::bf16 ? 2 : k == Ki
 namespace cpu {
 ActSpec repacked_acts(const QuantSpec& w) {
     if (w.format == Format::f32) return {};
-    if (w.format == Format::int4) return {ActRound::int8, std::max(kInt4ActBlock, w.group)};
+    if (w.format == Format::int4) return {ActRound::int8, std::max(kActBlock, w.group)};
+    if (w.format == Format::int8_channel) return {ActRound::int8, kActBlock};
     return dot_acts(w);
 }
 }  // namespace cpu
@@ -263,7 +269,7 @@ template <int NB>
 MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int64_t b0) {
     constexpr int NA = NB <= 2 ? 2 : 1;
     const PackedMatrix& P = *a.P;
-    const std::int64_t blk = P.acts.block, blocks = P.kp / blk, b = a.b;
+    const std::int64_t blk = P.acts.block, blocks = (P.kp + blk - 1) / blk, b = a.b;  // the last block may be partial
     const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 4) * 64;
     __m512 facc[NB];
     for (int bb = 0; bb < NB; ++bb) facc[bb] = _mm512_setzero_ps();
@@ -271,7 +277,7 @@ MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int
         __m512i iacc[NB][NA];
         for (int bb = 0; bb < NB; ++bb)
             for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
-        for (std::int64_t k = g * blk, t = 0; k < (g + 1) * blk; k += 4, w += 64, ++t) {
+        for (std::int64_t k = g * blk, t = 0; k < std::min((g + 1) * blk, P.kp); k += 4, w += 64, ++t) {
             prefetch_ahead(w);
             const __m512i v = _mm512_loadu_si512(w);
             const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
@@ -440,12 +446,14 @@ MW_TARGET_AVX2 void panel_int_avx2(const Args& a, std::int64_t p, std::int64_t b
     constexpr int HS = NB <= 2 ? 2 : 1;
     const PackedMatrix& P = *a.P;
     const bool int4 = P.spec.format == Format::int4, asym = P.spec.asym;
-    // blk: the zero-point group (int4: G; int8: x's block); per_block of them share d.
-    const std::int64_t blk = int4 ? P.spec.group : P.acts.block, groups = P.kp / blk, per_block = P.acts.block / blk;
-    const std::int64_t b = a.b, L = int4 ? 8 : 4, steps = blk / L;
+    // blk: the zero-point group (int4: G; int8: x's block, whose last may be
+    // partial); per_block of them share d.
+    const std::int64_t blk = int4 ? P.spec.group : P.acts.block, groups = (P.kp + blk - 1) / blk, per_block = P.acts.block / blk;
+    const std::int64_t b = a.b, L = int4 ? 8 : 4;
     const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / L) * 64;
     alignas(32) float facc[NB][2][8] = {};
-    for (std::int64_t g = 0; g < groups; ++g, w += steps * 64) {
+    for (std::int64_t g = 0, steps = 0; g < groups; ++g, w += steps * 64) {
+        steps = (std::min((g + 1) * blk, P.kp) - g * blk) / L;
         const std::uint32_t* x = a.X->x + (g * blk / 4) * b + b0;
         for (int h0 = 0; h0 < 2; h0 += HS) {
             __m256i iacc[NB][HS];
@@ -643,7 +651,7 @@ void prepare_acts(const PackedMatrix& P, Path path, const float* x, std::int64_t
         for (std::int64_t bb = 0; bb < b; ++bb)
             for (std::int64_t g = 0; g < blocks; ++g) X.d[std::size_t(g * b + bb)] = X.nat.d[std::size_t(bb * blocks + g)];
         // zero-point groups: int8 x's blocks (their sums come with q), int4 the weight groups
-        const std::int64_t zg = kind == Kind::i4 ? P.spec.group : P.acts.block, groups = P.kp / zg;
+        const std::int64_t zg = kind == Kind::i4 ? P.spec.group : P.acts.block, groups = (P.kp + zg - 1) / zg;
         X.qs.resize(std::size_t(groups * b));
         for (std::int64_t bb = 0; bb < b; ++bb)
             for (std::int64_t g = 0; g < groups; ++g) {
@@ -779,7 +787,8 @@ MW_REGISTER_VARIANT(gemv_q_fp32_repacked_cpu, {repacked_variant("fp32_repacked",
 MW_REGISTER_VARIANT(gemv_q_bf16_dot_repacked_cpu, {repacked_variant("bf16_dot_repacked", {mwp::Format::bf16},
     "bf16 in 16-row panels, vdpbf16ps against broadcast bf16 pairs of x, reused by up to 8 batch items")});
 MW_REGISTER_VARIANT(gemv_q_int8_dot_repacked_cpu, {repacked_variant("int8_dot_repacked", {mwp::Format::int8_channel},
-    "int8 in 16-row panels, vpdpbusd against broadcast int8 quads of x, reused by up to 8 batch items")});
+    "int8 in 16-row panels, vpdpbusd against broadcast int8 quads of x, reused by up to 8 batch items;"
+    " x int8 per block of 256, its scale applied once per block")});
 MW_REGISTER_VARIANT(gemv_q_int4_g32_sym_dot_repacked_cpu, {repacked_variant("int4_g32_sym_dot_repacked", {mwp::Format::int4, 32, false}, int4_rationale(32, false))});
 MW_REGISTER_VARIANT(gemv_q_int4_g64_sym_dot_repacked_cpu, {repacked_variant("int4_g64_sym_dot_repacked", {mwp::Format::int4, 64, false}, int4_rationale(64, false))});
 MW_REGISTER_VARIANT(gemv_q_int4_g32_asym_dot_repacked_cpu, {repacked_variant("int4_g32_asym_dot_repacked", {mwp::Format::int4, 32, true}, int4_rationale(32, true))});

@@ -48,15 +48,14 @@ QuantSpec spec_of(std::string name) {
 }
 
 // How a variant rounds x, from its name, written out here rather than asked
-// of the code under test: bf16 for bf16, int8 per 32 for int8, per G for int4
-// (rung 5) and per 256 for int4 repacked (rung 6).
+// of the code under test: bf16 for bf16, int8 per 32 for int8 and per G for
+// int4 (rung 5), per 256 for both integer formats repacked (rung 6).
 mw::precision::ActSpec acts_of(const std::string& name) {
     if (name.find("_dot") == std::string::npos) return {};
     const QuantSpec w = spec_of(name);
     if (w.format == Format::bf16) return {mw::precision::ActRound::bf16};
-    if (w.format == Format::int8_channel) return {mw::precision::ActRound::int8, 32};
-    const bool repacked = name.find("_repacked") != std::string::npos;
-    return {mw::precision::ActRound::int8, repacked ? 256 : w.group};
+    if (name.find("_repacked") != std::string::npos) return {mw::precision::ActRound::int8, 256};
+    return {mw::precision::ActRound::int8, w.format == Format::int8_channel ? 32 : w.group};
 }
 
 using mw::test::Case;
