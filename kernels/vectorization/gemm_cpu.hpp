@@ -88,7 +88,8 @@ const Kernel& select_kernel();
 void pack_a(const float* A, int lda, int mc, int kc, int mr, float* Ap);
 
 // Packs B[0:kc, 0:nc] (row stride ldb) into ceil(nc/nr) panels; panel j holds
-// row p's nr values contiguously, columns past nc are zero.
+// row p's nr values contiguously, columns past nc are zero. nr is one of the
+// kernels' panel widths (32 or 16); another throws std::invalid_argument.
 void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp);
 
 // The same for a strided view (gemm_ex): pack_a of A's block at (i0, p0),

@@ -42,6 +42,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include <unistd.h>
 
@@ -256,15 +257,8 @@ static void pack_b_rows(const float* B, int ldb, int kc, int nc, float* Bp) {
 void pack_b(const float* B, int ldb, int kc, int nc, int nr, float* Bp) {
     if (nr == kAvx512.nr) return pack_b_rows<kAvx512.nr>(B, ldb, kc, nc, Bp);
     if (nr == kAvx2.nr) return pack_b_rows<kAvx2.nr>(B, ldb, kc, nc, Bp);
-    for (int j0 = 0; j0 < nc; j0 += nr) {
-        const int cols = std::min(nr, nc - j0);
-        for (int p = 0; p < kc; ++p) {
-            const float* b = B + long(p) * ldb + j0;
-            std::copy(b, b + cols, Bp);
-            std::fill(Bp + cols, Bp + nr, 0.0f);
-            Bp += nr;
-        }
-    }
+    throw std::invalid_argument("pack_b: nr = " + std::to_string(nr) + " is no kernel's panel width (choices: " +
+                                std::to_string(kAvx512.nr) + ", " + std::to_string(kAvx2.nr) + ")");
 }
 
 void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,

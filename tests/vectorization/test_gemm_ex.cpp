@@ -127,8 +127,12 @@ TEST(GemmEx, ColumnBlockTakesHalfOfL2) {
     EXPECT_EQ(k.nc % k.nr, 0) << k.nc;
     EXPECT_GE(k.nc, 256);
     EXPECT_LE(k.nc, 2048);
-    if (k.nc > 256) EXPECT_LE(slice, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
-    if (k.nc < 2048) EXPECT_GT(slice + 4.0 * k.kc * k.nr, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
+    if (k.nc > 256) {
+        EXPECT_LE(slice, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
+    }
+    if (k.nc < 2048) {
+        EXPECT_GT(slice + 4.0 * k.kc * k.nr, l2 / 2) << "NC " << k.nc << " with L2 " << l2;
+    }
 }
 
 TEST(GemmEx, NPastOneColumnBlockMatchesFp64) { check_all(wide(), "default ISA"); }
