@@ -11,7 +11,13 @@ namespace mw::fusion {
 void bias_gelu_ln_passes(const float* x, const float* bias, const float* gamma, const float* beta, float* t1,
                          float* t2, float* stats, float* y, long R, long H);
 
-// Rung 2's row kernel on rows [0, R) of x into y (row stride H; y may be x:
+// Whether rung 2's AVX-512 GELU divides (true) or multiplies by the
+// reciprocal estimate and a Newton step (false): MEMWALL_GELU=divide or
+// estimate chooses (another value throws, naming the choices); unset, both
+// are timed once per process on rows in L2 and the faster is kept.
+bool gelu_divides();
+
+// Rung 2's row kernel (the reciprocal-estimate GELU on AVX-512) on rows [0, R) of x into y (row stride H; y may be x:
 // a row is consumed before it is written). `buf` holds one row (H floats,
 // 64-byte aligned). Sequential: call it from inside a parallel region.
 void bias_gelu_ln_rows(const float* x, const float* bias, const float* gamma, const float* beta, float* y, long R,

@@ -260,7 +260,9 @@ template <int N, class V> MW_SIMD_INLINE void exp2_n(V* y) {
 constexpr double kMinus2SqrtTwoOverPi = -1.5957691216057308;  // -2 sqrt(2/pi)
 constexpr float kMinus2SqrtTwoOverPiLog2e = float(kMinus2SqrtTwoOverPi * kLog2e);
 constexpr float kCubicTimesMinus2SqrtTwoOverPiLog2e = float(0.044715 * kMinus2SqrtTwoOverPi * kLog2e);
-template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
+// Divide: 1 / (1 + 2^y) as a true divide; else, with AVX-512, as recip's
+// estimate and Newton step. AVX2 always divides. gelu_n: not Divide.
+template <int N, bool Divide, class V> MW_SIMD_INLINE void gelu_n_as(V* x) {
     V e[N];
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k)
@@ -268,16 +270,20 @@ template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) {
     exp2_n<N>(e);
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) {
-        // AVX-512: the reciprocal estimate and a Newton step (recip); a
-        // zmm divide issues once per ~10 cycles on Intel's cores. AVX2: a
-        // true divide, which Zen 3 issues once per ~3.5 cycles per ymm, off
-        // the FMA ports and with a shorter latency than recip's four steps;
-        // GELU's chain is bound by latency there (the fused kernel's
-        // header has the Zen 3's figures).
-        if constexpr (sizeof(V) == 64) x[k] = x[k] * recip(e[k] + 1.0f);
+        // AVX-512 by default: the reciprocal estimate and a Newton step
+        // (recip); a zmm divide issues once per ~10 cycles on Intel's cores.
+        // Zen 4's divider is faster than that, and there the divide frees
+        // three FMA-pipe ops per vector: bias_gelu_ln's fused rung times both
+        // once per process and takes the faster (its header). AVX2: a true
+        // divide, which Zen 3 issues once per ~3.5 cycles per ymm, off the
+        // FMA ports and with a shorter latency than recip's four steps;
+        // GELU's chain is bound by latency there (the fused kernel's header
+        // has the Zen 3's figures).
+        if constexpr (sizeof(V) == 64 && !Divide) x[k] = x[k] * recip(e[k] + 1.0f);
         else x[k] = x[k] / (e[k] + 1.0f);
     }
 }
+template <int N, class V> MW_SIMD_INLINE void gelu_n(V* x) { gelu_n_as<N, false>(x); }
 template <class V> MW_SIMD_INLINE V gelu(V x) {
     gelu_n<1>(&x);
     return x;

@@ -48,16 +48,32 @@
 // polynomial: ~22 cycles of latency instead of ~39): the same command gave
 // 0.28 ms, and the row's work now fits under the memory path's time
 // (fusion-cpu.* of results/epyc-zen3-kvm-2c has the 2-thread record).
+// On AVX-512, GELU's 1 / (1 + 2^y) was the reciprocal estimate and a Newton
+// step (simd::recip), chosen for Intel's cores, whose zmm divide issues once
+// per ~10 cycles; that is three more ops per vector on the FMA pipes than a
+// divide. On the 2-core Zen 4 EPYC of results/epyc-kvm-2c two threads from
+// DRAM are bound by the row's arithmetic rather than by memory (one thread
+// streams 16.9 GB/s, two about twice that), and a true divide made the rung
+// 9-10% faster in each of 6 interleaved rounds in one process (16384 x
+// 4096: 14.96-15.97 ms against 16.59-17.47). Which form wins depends on the
+// core's divider, so both are timed once per process on 16 rows in L2
+// (gelu_divides, kernels/fusion/bias_gelu_ln.hpp; MEMWALL_GELU=divide or
+// estimate forces one), and the row's `path` names the one that ran.
 // Numerics: the mean as the reference's; the variance one-pass with a shift
 // where the reference takes two passes (two passes only for rows shorter
-// than one step); a polynomial 2^y (simd::exp2_n) inside GELU.
+// than one step); a polynomial 2^y (simd::exp2_n) inside GELU, and a true
+// divide or the refined reciprocal estimate after it.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/fusion/bias_gelu_ln.hpp"
@@ -73,8 +89,8 @@ template <class V> constexpr int kChains = simd::width<V> == 16 ? 8 : 4;
 
 // GELU(x + bias) for [j0, j1) of a row into buf (j0, j1 multiples of a
 // step), its sum added to s; when Q, its deviations from c are summed
-// instead, and their squares added to *q.
-template <class V, bool Q = false>
+// instead, and their squares added to *q. DIV: GELU divides (gelu_divides).
+template <class V, bool DIV, bool Q = false>
 MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, long j0, long j1, V& s, V* q = nullptr,
                                V c = V{}) {
     constexpr int W = simd::width<V>, N = kChains<V>;
@@ -91,7 +107,7 @@ MW_SIMD_INLINE void gelu_steps(const float* x, const float* bias, float* buf, lo
         V g[N];
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) g[k] = simd::load<V>(x + j + k * W) + simd::load<V>(bias + j + k * W);
-        simd::gelu_n<N>(g);
+        simd::gelu_n_as<N, DIV>(g);
 #pragma GCC unroll 8
         for (int k = 0; k < N; ++k) simd::store(buf + j + k * W, g[k]);
         if constexpr (Q) {  // from here on, g is the deviation from c
@@ -124,7 +140,7 @@ struct RowSums {
 // The rest of a row's GELU after its whole steps, from j0 (single vectors,
 // then scalars), added to the sums of the steps (s, and q when Q: sums of
 // deviations from c and of their squares).
-template <class V, bool Q = false>
+template <class V, bool DIV, bool Q = false>
 MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, long j0, long H, V s, V q = V{},
                                  float c = 0) {
     constexpr int W = simd::width<V>;
@@ -132,7 +148,8 @@ MW_SIMD_INLINE RowSums gelu_rest(const float* x, const float* bias, float* buf, 
     const V cv = simd::splat<V>(c);
     long j = j0;
     for (; j < Hv; j += W) {
-        const V g = simd::gelu(simd::load<V>(x + j) + simd::load<V>(bias + j));
+        V g = simd::load<V>(x + j) + simd::load<V>(bias + j);
+        simd::gelu_n_as<1, DIV>(&g);
         simd::store(buf + j, g);
         const V d = Q ? g - cv : g;
         s += d;
@@ -188,11 +205,11 @@ MW_SIMD_INLINE void shifted_stats(float sum, float q, float c, long H, float* me
 // A row's first step of GELU into buf, and the shift for its variance: the
 // mean of that step's values. Returns the shift; s and q are set to the
 // step's sums of deviations from it and of their squares.
-template <class V>
+template <class V, bool DIV>
 MW_SIMD_INLINE float begin_row(const float* x, const float* bias, float* buf, V& s, V& q) {
     constexpr int W = simd::width<V>, N = kChains<V>;
     V sum{};
-    gelu_steps<V>(x, bias, buf, 0, N * W, sum);
+    gelu_steps<V, DIV>(x, bias, buf, 0, N * W, sum);
     const float c = simd::hsum(sum) / float(N * W);
     const V cv = simd::splat<V>(c);
     s = q = V{};
@@ -225,33 +242,33 @@ MW_SIMD_INLINE void normalize(const float* buf, const float* gamma, const float*
 
 // GELU(x + bias) of a whole row into buf, with its mean and 1/std (one
 // pass with a shift where the row has whole steps, else two).
-template <class V>
+template <class V, bool DIV>
 MW_SIMD_INLINE void gelu_row(const float* xr, const float* bias, float* buf, long H, float* m, float* rs) {
     constexpr int W = simd::width<V>, step = kChains<V> * W;
     const long Hs = (H - H % W) / step * step;
     if (Hs == 0) {
         V s{};
-        row_stats<V>(buf, H, gelu_rest(xr, bias, buf, 0, H, s).sum, m, rs);
+        row_stats<V>(buf, H, gelu_rest<V, DIV>(xr, bias, buf, 0, H, s).sum, m, rs);
         return;
     }
     V s{}, q{};
-    const float c = begin_row(xr, bias, buf, s, q);
-    gelu_steps<V, true>(xr, bias, buf, step, Hs, s, &q, simd::splat<V>(c));
-    const RowSums t = gelu_rest<V, true>(xr, bias, buf, Hs, H, s, q, c);
+    const float c = begin_row<V, DIV>(xr, bias, buf, s, q);
+    gelu_steps<V, DIV, true>(xr, bias, buf, step, Hs, s, &q, simd::splat<V>(c));
+    const RowSums t = gelu_rest<V, DIV, true>(xr, bias, buf, Hs, H, s, q, c);
     shifted_stats(t.sum, t.dev2, c, H, m, rs);
 }
 
 // Rows [0, R) of x into y, software-pipelined across rows (the header says
 // why): row r is normalized into y step by step while row r + 1's GELU is
 // computed into the other buffer. bufs[1] may be null when R is 1.
-template <class V>
+template <class V, bool DIV>
 MW_SIMD_INLINE void fused_rows(const float* x, const float* bias, const float* gamma, const float* beta,
                                float* const bufs[2], float* y, long R, long H) {
     constexpr int W = simd::width<V>, step = kChains<V> * W;
     const long Hs = (H - H % W) / step * step;  // the part in whole steps
     if (R <= 0) return;
     float mean[2], rstd[2];
-    gelu_row<V>(x, bias, bufs[0], H, &mean[0], &rstd[0]);
+    gelu_row<V, DIV>(x, bias, bufs[0], H, &mean[0], &rstd[0]);
     for (long r = 0; r < R; ++r) {
         const int cur = r % 2, nxt = 1 - cur;
         float* yr = y + r * H;
@@ -263,21 +280,43 @@ MW_SIMD_INLINE void fused_rows(const float* x, const float* bias, const float* g
         const float* xn = x + (r + 1) * H;
         if (Hs == 0) {
             normalize<V>(bufs[cur], gamma, beta, yr, 0, H, H, mean[cur], rstd[cur], nt);
-            gelu_row<V>(xn, bias, bufs[nxt], H, &mean[nxt], &rstd[nxt]);
+            gelu_row<V, DIV>(xn, bias, bufs[nxt], H, &mean[nxt], &rstd[nxt]);
             continue;
         }
         V s{}, q{};
-        const float c = begin_row(xn, bias, bufs[nxt], s, q);
+        const float c = begin_row<V, DIV>(xn, bias, bufs[nxt], s, q);
         normalize<V>(bufs[cur], gamma, beta, yr, 0, step, H, mean[cur], rstd[cur], nt);
         const V cv = simd::splat<V>(c);
         for (long j = step; j < Hs; j += step) {
-            gelu_steps<V, true>(xn, bias, bufs[nxt], j, j + step, s, &q, cv);
+            gelu_steps<V, DIV, true>(xn, bias, bufs[nxt], j, j + step, s, &q, cv);
             normalize<V>(bufs[cur], gamma, beta, yr, j, j + step, H, mean[cur], rstd[cur], nt);
         }
         normalize<V>(bufs[cur], gamma, beta, yr, Hs, H, H, mean[cur], rstd[cur], nt);
-        const RowSums t = gelu_rest<V, true>(xn, bias, bufs[nxt], Hs, H, s, q, c);
+        const RowSums t = gelu_rest<V, DIV, true>(xn, bias, bufs[nxt], Hs, H, s, q, c);
         shifted_stats(t.sum, t.dev2, c, H, &mean[nxt], &rstd[nxt]);
     }
+}
+
+using Rows = void (*)(const float*, const float*, const float*, const float*, float* const[2], float*, long, long);
+
+// Best of 9 alternating trials of each AVX-512 form over 16 rows of 4096
+// (256 KiB in, 256 KiB out: in L2 after the first trial, so the rows'
+// arithmetic is what is timed): whether the divide is the faster here.
+bool divide_measured_faster() {
+    constexpr long R = 16, H = 4096;
+    std::vector<float> x(R * H), y(R * H), bias(H, 0.0f), gamma(H, 1.0f), beta(H, 0.0f), buf(2 * H);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 2654435761u % 2001) - 1000) / 250.0f;  // [-4, 4]
+    float* const bufs[2] = {buf.data(), buf.data() + H};
+    const Rows forms[2] = {isa::on_avx512<fused_rows<simd::f16, false>>, isa::on_avx512<fused_rows<simd::f16, true>>};
+    double best[2] = {1e30, 1e30};
+    for (int trial = 0; trial < 9; ++trial)
+        for (int f = 0; f < 2; ++f) {
+            const auto t0 = std::chrono::steady_clock::now();
+            forms[f](x.data(), bias.data(), gamma.data(), beta.data(), bufs, y.data(), R, H);
+            best[f] = std::min(best[f], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    _mm_sfence();
+    return best[1] < best[0];
 }
 
 Instance prepare(Problem& p) {
@@ -293,8 +332,13 @@ Instance prepare(Problem& p) {
     const long stride = (H + 15) / 16 * 16;
     auto bufs = std::shared_ptr<float[]>(new (std::align_val_t(64)) float[2 * stride * threads],
                                          [](float* q) { ::operator delete[](q, std::align_val_t(64)); });
-    auto rows = isa::pick_kernel<fused_rows<simd::f16>, fused_rows<simd::f8>>();
+    const bool wide = isa::pick() == isa::Isa::avx512, divide = !wide || gelu_divides();
+    const Rows rows = !wide ? isa::on_avx2<fused_rows<simd::f8, true>>
+                      : divide ? isa::on_avx512<fused_rows<simd::f16, true>>
+                               : isa::on_avx512<fused_rows<simd::f16, false>>;
     Instance inst;
+    inst.path = !wide ? "avx2 (GELU divides)"
+                : divide ? "avx512 (GELU divides)" : "avx512 (GELU by reciprocal estimate + Newton step)";
     inst.run = [=] {
 #pragma omp parallel num_threads(threads)
         {
@@ -311,10 +355,21 @@ Instance prepare(Problem& p) {
 
 }  // namespace
 
+bool gelu_divides() {
+    const char* e = std::getenv("MEMWALL_GELU");
+    const std::string want = e ? e : "";
+    if (want == "divide") return true;
+    if (want == "estimate") return false;
+    if (!want.empty())
+        throw std::invalid_argument("MEMWALL_GELU=" + want + ": unknown GELU form (choices: divide, estimate; unset: the faster here)");
+    static const bool faster = divide_measured_faster();
+    return faster;
+}
+
 void bias_gelu_ln_rows(const float* x, const float* bias, const float* gamma, const float* beta, float* y, long R,
                        long H, float* buf) {
     // Row by row (one buffer): y may be x, and the caller's strips are short.
-    auto rows = isa::pick_kernel<fused_rows<simd::f16>, fused_rows<simd::f8>>();
+    auto rows = isa::pick_kernel<fused_rows<simd::f16, false>, fused_rows<simd::f8, true>>();
     float* const bufs[2] = {buf, nullptr};
     for (long r = 0; r < R; ++r) rows(x + r * H, bias, gamma, beta, bufs, y + r * H, 1, H);
     _mm_sfence();

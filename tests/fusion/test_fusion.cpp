@@ -10,9 +10,12 @@
 
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "harness/check.hpp"
 #include "harness/gpu.hpp"
+#include "harness/isa.hpp"
 #include "harness/memtrack.hpp"
 #include "harness/registry.hpp"
 #include "harness/runner.hpp"
@@ -88,6 +91,43 @@ TEST(FusionCpuIsa, Avx2FallbackMatchesOracle) {
             }
         }
     unsetenv("MEMWALL_ISA");
+}
+
+// The fused bias_gelu_ln rung's two AVX-512 GELU forms (MEMWALL_GELU),
+// each against the oracle at every shape, and the form it ran in its path.
+const mw::Variant& fused_bias_gelu_ln() {
+    for (auto* v : mw::variants_of("bias_gelu_ln", mw::Backend::cpu))
+        if (v->name == "fused") return *v;
+    throw std::runtime_error("no fused bias_gelu_ln rung");
+}
+
+TEST(FusionCpuIsa, FusedGeluBothFormsMatchOracle) {
+    if (!mw::isa::has_avx512()) GTEST_SKIP() << "no AVX-512: the AVX2 GELU always divides";
+    const mw::Variant& v = fused_bias_gelu_ln();
+    for (const std::string form : {"divide", "estimate"}) {
+        setenv("MEMWALL_GELU", form.c_str(), 1);
+        for (auto& s : shapes("bias_gelu_ln", false)) {
+            Fixture& f = fixture_for("bias_gelu_ln", s);
+            EXPECT_EQ(v.prepare(f.problem).path.find("divides") != std::string::npos, form == "divide") << form;
+            auto r = mw::check_variant(*mw::find_op("bias_gelu_ln"), v, f.problem, f.oracle);
+            EXPECT_TRUE(r.correct) << form << " at " << s.str() << ": " << r.message;
+        }
+    }
+    unsetenv("MEMWALL_GELU");
+}
+
+TEST(FusionCpuIsa, AnUnknownGeluFormIsRejectedByName) {
+    if (!mw::isa::has_avx512()) GTEST_SKIP() << "no AVX-512: MEMWALL_GELU is not read";
+    setenv("MEMWALL_GELU", "tanh", 1);
+    Fixture& f = fixture_for("bias_gelu_ln", shape({{"rows", 7}, {"hidden", 7}}));
+    try {
+        fused_bias_gelu_ln().prepare(f.problem);
+        ADD_FAILURE() << "MEMWALL_GELU=tanh accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("tanh"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("divide, estimate"), std::string::npos) << e.what();
+    }
+    unsetenv("MEMWALL_GELU");
 }
 
 // The point of the tiled rung: no s x s buffer. Peak heap growth over
