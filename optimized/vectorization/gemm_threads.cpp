@@ -46,9 +46,15 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
     const int tiles = (M + k.mr - 1) / k.mr, per_block = k.mc / k.mr;
     const int blocks = std::min(tiles, (tiles + per_block * threads - 1) / (per_block * threads) * threads);
     auto row0 = [&](int b) { return std::min(M, int(long(b) * tiles / blocks) * k.mr); };
+    // Column blocks of equal width, at most NC, rounded up to whole panels:
+    // N = 1040 with NC = 512 is three blocks of 352, 352 and 336 columns, not
+    // 512, 512 and 16, whose pieces would each pack a whole A block for 16
+    // columns (on the Zen 4 EPYC of results/epyc-kvm-2c that shape took
+    // 11.3-11.4 ms against 10.3-10.5 at N = 1008).
     const int col_blocks = (N + k.nc - 1) / k.nc;
-    // B's packing tasks: groups of four panels inside each NC block.
-    const int group = 4 * k.nr, groups = (k.nc + group - 1) / group;
+    const int ncb = ((N + col_blocks - 1) / col_blocks + k.nr - 1) / k.nr * k.nr;
+    // B's packing tasks: groups of four panels inside each column block.
+    const int group = 4 * k.nr, groups = (ncb + group - 1) / group;
 
 #pragma omp parallel num_threads(threads)
     {
@@ -59,7 +65,7 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int pc = 0; pc < K; pc += k.kc)
             for (int g = 0; g < col_blocks * groups; ++g) {
-                const int jc = g / groups * k.nc, nc = std::min(k.nc, N - jc), j = jc + g % groups * group;
+                const int jc = g / groups * ncb, nc = std::min(ncb, N - jc), j = jc + g % groups * group;
                 if (j >= jc + nc) continue;  // past a narrower last block
                 const int kc = std::min(k.kc, K - pc);
                 cpu::pack_b(B + long(pc) * N + j, N, kc, std::min(group, jc + nc - j), k.nr,
@@ -71,7 +77,7 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
 #pragma omp for schedule(dynamic, 1)
         for (int piece = 0; piece < blocks * col_blocks; ++piece) {
             const int b = piece / col_blocks, ic = row0(b), mc = row0(b + 1) - ic;
-            const int jc = piece % col_blocks * k.nc, nc = std::min(k.nc, N - jc);
+            const int jc = piece % col_blocks * ncb, nc = std::min(ncb, N - jc);
             float* Bj = Bp + long(jc) * K;
             for (int pc = 0; pc < K; pc += k.kc) {
                 const int kc = std::min(k.kc, K - pc);
