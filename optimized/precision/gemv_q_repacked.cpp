@@ -185,13 +185,22 @@ MW_TARGET_AVX2 inline void store_rows8(const Args& a, std::int64_t p, int h, std
 // --- AVX-512 (VNNI / BF16 / F) --------------------------------------------------
 
 // Software prefetch along the panel stream: 8 KiB ahead into L2
-// (prefetcht1), which keeps more lines in flight than L1's miss buffers
-// hold. At b <= 2 the loop is light and bound by memory (measured at 8192^2
-// --cold: int4 b = 1 +15-25% over none). At b = 4 and 8 it was first 4 KiB
-// ahead into L1; once the cold eviction ran on every thread and the weights
-// sat on 2 MiB pages, 8 KiB into L2 measured as fast or faster there too
-// (A/B, same session: int4 b = 4 0.84 against 0.98-1.17 ms, int8 b = 8
-// 1.79-2.05 against 2.27-2.30 ms), so one distance serves every batch.
+// (prefetcht1). Only where it measured faster: the loops that do much work
+// per 64-byte line (int4 from b = 2, bf16 from b = 4, fp32 and int8 at
+// b = 8). The light loops run faster with the hardware prefetchers alone.
+// On the Zen 4 EPYC of results/epyc-kvm-2c, 8192^2, --cold, 2 threads, best
+// of 3 interleaved rounds in one process (prefetch against none):
+//   b = 1: fp32 4.85-4.91 against 4.01-4.07 ms, bf16 2.62-3.01 against
+//          2.06-2.11, int8 1.39-1.62 against 1.07, int4 G = 64 asym
+//          0.81-0.85 against 0.71-0.72 (G = 32 sym: 0.83-0.85 against 0.78-0.80);
+//   b = 2: fp32 5.67 against 4.66, bf16 3.03-3.87 against 2.28-2.36, int8
+//          1.68-1.98 against 1.21-1.26; but int4 G = 32 0.83-0.84 against 0.86-0.92;
+//   b = 4: bf16 2.22-2.27 against 2.50-2.65; fp32 5.78-5.89 against 4.90-4.93,
+//          int8 1.43-1.46 against 1.36-1.42;
+//   b = 8: fp32 5.04-5.05 against 5.91-5.95, bf16 2.56 against 3.23-3.29, int8
+//          1.34-1.36 against 1.78-1.84.
+// (An earlier A/B in separate processes had found int4 at b = 1 faster with
+// it; on this host only same-process comparisons hold.)
 inline void prefetch_ahead(const void* at) {
     __builtin_prefetch(static_cast<const char*>(at) + 2 * kPrefetchBytes, 0, 2);
 }
@@ -206,8 +215,22 @@ MW_TARGET_AVX512_VNNI inline __m512i dpbusd_bcst(__m512i acc, __m512i w, const s
     asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
     return acc;
 }
-// NA accumulators per batch item: 2 while there are few items, so that the
-// dot-product latency (4-5 cycles) does not pace a single item's chain.
+// Independent accumulator chains: at least 4 per panel, so that the
+// latency of an FMA or dot product (4-6 cycles) does not pace the loop.
+// The fp32, bf16 and int8 loops step NA lines at a time, accumulator i
+// taking line i, so that every index is a constant and each accumulator a
+// register. (They indexed acc[t % NA], which GCC kept on the stack: a
+// store-to-load forward per step, ~6 cycles per 64 bytes, ~25 GB/s per
+// core, below DRAM's rate on the Zen 4 EPYC above. From L3, 2048^2 at
+// b = 1: bf16 0.164-0.173 -> 0.060-0.065 ms, fp32 0.29-0.30 -> 0.12,
+// int8 0.066-0.073 -> 0.031-0.035; from DRAM, 8192^2 --cold: bf16 2.74 ->
+// 2.06-2.11 ms, fp32 4.95 -> 4.01-4.07, int8 1.17-1.20 -> 1.07; 18432^2:
+// bf16 14.18 -> 11.04-11.12, fp32 24.9 -> 19.9-20.4, int8 5.76-5.99 ->
+// 5.49-5.52; best of 3-4 interleaved rounds in one process. The old loops
+// all ran at about DRAM's speed, which hid that they were the limit.)
+// NA steps divide every loop's trip count: kp is a multiple of 32 (fp32,
+// bf16) and int8's blocks are 64 steps, a partial last one a multiple of 8.
+constexpr int chains_per_item(int nb) { return nb == 1 ? 4 : nb == 2 ? 2 : 1; }
 
 // int4: y = sum over x's blocks B of d_B * sum over groups g in B of s_g * (I_g - z_g * qs_g),
 // I_g the group's integer dot product. Sym: the zero point's -8 * qs_g is
@@ -237,7 +260,7 @@ MW_TARGET_AVX512_VNNI void panel_i4_vnni(const Args& a, std::int64_t p, std::int
             if (NA == 2) iacc[bb][NA - 1] = _mm512_setzero_si512();
         }
         for (std::int64_t t = 0; t < G / 8; ++t, w += 64, xl += 2 * b, xh += 2 * b) {
-            prefetch_ahead(w);
+            if constexpr (NB >= 2) prefetch_ahead(w);
             const __m512i v = _mm512_loadu_si512(w);
             const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             for (int bb = 0; bb < NB; ++bb) {
@@ -267,29 +290,37 @@ MW_TARGET_AVX512_VNNI void panel_i4_vnni(const Args& a, std::int64_t p, std::int
 
 template <int NB>
 MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int64_t b0) {
-    constexpr int NA = NB <= 2 ? 2 : 1;
+    constexpr int NA = chains_per_item(NB);
+    constexpr bool PF = NB >= 8;
     const PackedMatrix& P = *a.P;
     const std::int64_t blk = P.acts.block, blocks = (P.kp + blk - 1) / blk, b = a.b;  // the last block may be partial
     const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 4) * 64;
+    const std::uint32_t* x = a.X->x + b0;
+    const float* qs = a.X->qs.data() + b0;
+    const float* d = a.X->d.data() + b0;
     __m512 facc[NB];
     for (int bb = 0; bb < NB; ++bb) facc[bb] = _mm512_setzero_ps();
     for (std::int64_t g = 0; g < blocks; ++g) {
         __m512i iacc[NB][NA];
         for (int bb = 0; bb < NB; ++bb)
             for (int i = 0; i < NA; ++i) iacc[bb][i] = _mm512_setzero_si512();
-        for (std::int64_t k = g * blk, t = 0; k < std::min((g + 1) * blk, P.kp); k += 4, w += 64, ++t) {
-            prefetch_ahead(w);
-            const __m512i v = _mm512_loadu_si512(w);
-            const std::uint32_t* x = a.X->x + (k / 4) * b + b0;
-            for (int bb = 0; bb < NB; ++bb)
-                iacc[bb][t % NA] = _mm512_dpbusd_epi32(iacc[bb][t % NA], v, _mm512_set1_epi32(int(x[bb])));
+        const std::int64_t steps = (std::min((g + 1) * blk, P.kp) - g * blk) / 4;
+        for (std::int64_t t = 0; t < steps; t += NA, w += NA * 64, x += NA * b) {
+#pragma GCC unroll 4
+            for (int i = 0; i < NA; ++i) {
+                if constexpr (PF) prefetch_ahead(w + 64 * i);
+                const __m512i v = _mm512_loadu_si512(w + 64 * i);
+#pragma GCC unroll 8
+                for (int bb = 0; bb < NB; ++bb)
+                    iacc[bb][i] = _mm512_dpbusd_epi32(iacc[bb][i], v, _mm512_set1_epi32(int(x[i * b + bb])));
+            }
         }
         for (int bb = 0; bb < NB; ++bb) {
-            const __m512i i = NA == 2 ? _mm512_add_epi32(iacc[bb][0], iacc[bb][1]) : iacc[bb][0];
-            const std::int64_t at = g * b + b0 + bb;
+            __m512i s = iacc[bb][0];
+            for (int i = 1; i < NA; ++i) s = _mm512_add_epi32(s, iacc[bb][i]);
             // the stored q + 128 added 128 * sum(q_x) to the block's sum
-            const __m512 f = _mm512_sub_ps(_mm512_cvtepi32_ps(i), _mm512_set1_ps(128.0f * a.X->qs[at]));
-            facc[bb] = _mm512_fmadd_ps(f, _mm512_set1_ps(a.X->d[at]), facc[bb]);
+            const __m512 f = _mm512_sub_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(128.0f * qs[g * b + bb]));
+            facc[bb] = _mm512_fmadd_ps(f, _mm512_set1_ps(d[g * b + bb]), facc[bb]);
         }
     }
     const __m512 rs = _mm512_loadu_ps(P.scales.as<float>() + p * kRows);
@@ -298,21 +329,30 @@ MW_TARGET_AVX512_VNNI void panel_i8_vnni(const Args& a, std::int64_t p, std::int
 
 template <int NB>
 MW_TARGET_AVX512_BF16 void panel_bf16_dot(const Args& a, std::int64_t p, std::int64_t b0) {
-    constexpr int NA = NB <= 2 ? 2 : 1;
+    constexpr int NA = chains_per_item(NB);
+    constexpr bool PF = NB >= 4;
     const PackedMatrix& P = *a.P;
-    const std::int64_t b = a.b;
-    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * (P.kp / 2) * 64;
+    const std::int64_t b = a.b, steps = P.kp / 2;
+    const std::uint8_t* w = P.w.as<std::uint8_t>() + p * steps * 64;
+    const std::uint32_t* x = a.X->x + b0;
     __m512 acc[NB][NA];
     for (int bb = 0; bb < NB; ++bb)
         for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
-    for (std::int64_t t = 0; t < P.kp / 2; ++t, w += 64) {
-        prefetch_ahead(w);
-        const __m512bh v = (__m512bh)_mm512_loadu_si512(w);
-        const std::uint32_t* x = a.X->x + t * b + b0;
-        for (int bb = 0; bb < NB; ++bb)
-            acc[bb][t % NA] = _mm512_dpbf16_ps(acc[bb][t % NA], v, (__m512bh)_mm512_set1_epi32(int(x[bb])));
+    for (std::int64_t t = 0; t < steps; t += NA, w += NA * 64, x += NA * b) {
+#pragma GCC unroll 4
+        for (int i = 0; i < NA; ++i) {
+            if constexpr (PF) prefetch_ahead(w + 64 * i);
+            const __m512bh v = (__m512bh)_mm512_loadu_si512(w + 64 * i);
+#pragma GCC unroll 8
+            for (int bb = 0; bb < NB; ++bb)
+                acc[bb][i] = _mm512_dpbf16_ps(acc[bb][i], v, (__m512bh)_mm512_set1_epi32(int(x[i * b + bb])));
+        }
     }
-    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, NA == 2 ? _mm512_add_ps(acc[bb][0], acc[bb][NA - 1]) : acc[bb][0]);
+    for (int bb = 0; bb < NB; ++bb) {
+        __m512 s = acc[bb][0];
+        for (int i = 1; i < NA; ++i) s = _mm512_add_ps(s, acc[bb][i]);
+        store_rows(a, p, b0 + bb, s);
+    }
 }
 
 // bf16 without vdpbf16ps: each 64-byte load becomes two fp32 vectors (row
@@ -345,21 +385,29 @@ MW_TARGET_AVX512 void panel_bf16_fma(const Args& a, std::int64_t p, std::int64_t
 
 template <int NB>
 MW_TARGET_AVX512 void panel_f32_avx512(const Args& a, std::int64_t p, std::int64_t b0) {
-    constexpr int NA = NB <= 2 ? 2 : 1;
+    constexpr int NA = chains_per_item(NB);
+    constexpr bool PF = NB >= 8;
     const PackedMatrix& P = *a.P;
     const std::int64_t b = a.b;
     const float* w = P.w.as<float>() + p * P.kp * kRows;
-    const float* xf = reinterpret_cast<const float*>(a.X->x);
+    const float* xf = reinterpret_cast<const float*>(a.X->x) + b0;
     __m512 acc[NB][NA];
     for (int bb = 0; bb < NB; ++bb)
         for (int i = 0; i < NA; ++i) acc[bb][i] = _mm512_setzero_ps();
-    for (std::int64_t k = 0; k < P.kp; ++k, w += kRows) {
-        prefetch_ahead(w);
-        const __m512 v = _mm512_loadu_ps(w);
-        for (int bb = 0; bb < NB; ++bb)
-            acc[bb][k % NA] = _mm512_fmadd_ps(v, _mm512_set1_ps(xf[k * b + b0 + bb]), acc[bb][k % NA]);
+    for (std::int64_t k = 0; k < P.kp; k += NA, w += NA * kRows, xf += NA * b) {
+#pragma GCC unroll 4
+        for (int i = 0; i < NA; ++i) {
+            if constexpr (PF) prefetch_ahead(w + i * kRows);
+            const __m512 v = _mm512_loadu_ps(w + i * kRows);
+#pragma GCC unroll 8
+            for (int bb = 0; bb < NB; ++bb) acc[bb][i] = _mm512_fmadd_ps(v, _mm512_set1_ps(xf[i * b + bb]), acc[bb][i]);
+        }
     }
-    for (int bb = 0; bb < NB; ++bb) store_rows(a, p, b0 + bb, NA == 2 ? _mm512_add_ps(acc[bb][0], acc[bb][NA - 1]) : acc[bb][0]);
+    for (int bb = 0; bb < NB; ++bb) {
+        __m512 s = acc[bb][0];
+        for (int i = 1; i < NA; ++i) s = _mm512_add_ps(s, acc[bb][i]);
+        store_rows(a, p, b0 + bb, s);
+    }
 }
 
 // --- AVX2: the same panels as two halves of 8 rows --------------------------------
