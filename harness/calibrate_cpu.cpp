@@ -180,16 +180,21 @@ std::vector<double> measure_triad(int max_threads, bool quick) {
 
 // ---------------------------------------------------------------- DRAM read
 // A sum over 4 bytes per float; eight independent accumulators so the adds
-// never wait on each other, and no stores at all. Two access patterns, and
-// the roof is the faster (it is what read-dominated ops are judged by, so it
+// never wait on each other, and no stores at all. Three access patterns, and
+// the roof is the fastest (it is what read-dominated ops are judged by, so it
 // must not be low; which one won is recorded):
 //   streams   each thread reads its range as four concurrent streams (its
 //             four quarters): more streams than one core's prefetcher
 //             tracks alone, for machines where one stream leaves DRAM idle;
 //   prefetch  one stream per thread with a software prefetch 16 KiB ahead
-//             into L2 (prefetcht1), as the GEMV rungs do: it keeps more
-//             lines in flight than L1's miss buffers hold (on the 2-core
-//             Zen 4 guest it won on 2 MiB pages, four streams on 4 KiB ones).
+//             into L2 (prefetcht1), as the GEMV rungs at batch 8 do: it keeps
+//             more lines in flight than L1's miss buffers hold (on the 2-core
+//             Zen 4 guest it won on 2 MiB pages, four streams on 4 KiB ones);
+//   one stream  one stream per thread, the hardware prefetchers alone, as
+//             the GEMV rungs at batch 1 read: there, once their loops were
+//             fast enough, it beat the software prefetch (8192^2 bf16 at
+//             67 GB/s where the two patterns above read 39-58 in the same
+//             run: a roof below what a rung reads).
 constexpr size_t kReadPrefetchBytes = 16 << 10;
 
 // The bandwidth kernels are written once for both ISAs, over V: 16 floats
@@ -226,8 +231,9 @@ template <class V> MW_SIMD_INLINE float read_sum(const float* a, size_t lo, size
     for (size_t i = lo + 4 * q; i < hi; ++i) t += a[i];
     return t + reduce(s);
 }
-// One prefetcht1 per 64-byte line: every AVX-512 vector, every other AVX2 one.
-template <class V> MW_SIMD_INLINE float read_sum_prefetch(const float* a, size_t lo, size_t hi) {
+// One prefetcht1 per 64-byte line (every AVX-512 vector, every other AVX2
+// one) where PF, else none.
+template <class V, bool PF> MW_SIMD_INLINE float read_sum_one(const float* a, size_t lo, size_t hi) {
     constexpr size_t W = kLanes<V>;
     V s[8];
     for (auto& v : s) v = V{};
@@ -236,7 +242,7 @@ template <class V> MW_SIMD_INLINE float read_sum_prefetch(const float* a, size_t
     constexpr size_t ahead = kReadPrefetchBytes / sizeof(float);
     for (size_t i = 0; i < n; i += 8 * W)
         for (int k = 0; k < 8; ++k) {
-            if (k * sizeof(V) % 64 == 0) __builtin_prefetch(p + i + ahead + W * k, 0, 2);
+            if (PF && k * sizeof(V) % 64 == 0) __builtin_prefetch(p + i + ahead + W * k, 0, 2);
             s[k] += load<V>(p + i + W * k);
         }
     float t = 0;
@@ -282,7 +288,9 @@ ReadResult measure_read(int max_threads, bool quick) {
     const Pattern patterns[] = {
         {"4 streams per thread", w ? isa::on_avx512<read_sum<f32x16>> : isa::on_avx2<read_sum<f32x8>>},
         {"1 stream per thread, software prefetch 16 KiB ahead into L2",
-         w ? isa::on_avx512<read_sum_prefetch<f32x16>> : isa::on_avx2<read_sum_prefetch<f32x8>>}};
+         w ? isa::on_avx512<read_sum_one<f32x16, true>> : isa::on_avx2<read_sum_one<f32x8, true>>},
+        {"1 stream per thread, hardware prefetch only",
+         w ? isa::on_avx512<read_sum_one<f32x16, false>> : isa::on_avx2<read_sum_one<f32x8, false>>}};
     volatile float sink = 0;
     for (int nt = 1; nt <= max_threads; ++nt) {
         double best = 0;
