@@ -111,7 +111,8 @@ std::unique_ptr<float, decltype(&std::free)> alloc_floats(long n);
 // The calling thread's packing buffers for A and for B, 64-byte aligned and
 // grow-only (kernels/vectorization/gemm_ex.cpp): a GEMM that packs into a
 // fresh multi-MiB allocation on every call pays that memory's page faults
-// every time (4 MiB of packed B at n = 1024).
+// every time (4 MiB of packed B at n = 1024). From 2 MiB up they sit on
+// huge pages where the OS grants them, as large Buffers do.
 // Valid until the same thread asks for a larger one.
 float* thread_scratch_a(long floats);
 float* thread_scratch_b(long floats);
