@@ -21,9 +21,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <vector>
 
-#include "harness/memtrack.hpp"
+#include "harness/registry.hpp"
 #include "kernels/vectorization/gemm_cpu.hpp"
 
 namespace mw::gemm::cpu {
@@ -72,43 +71,26 @@ void pack_b_view(View B, int p0, int j0, int kc, int nc, int nr, float* Bp) {
 
 namespace {
 
-// A grow-only packing buffer. From 2 MiB up it is mapped as Buffer::make
-// maps large buffers (harness/memtrack.hpp: 2 MiB aligned, advised as huge
-// pages), since packed B is read panel by panel all through the call; on
-// 4 KiB pages every 64 lines cost a TLB miss, a two-level walk under a
+// A grow-only packing buffer, made by Buffer::make: from 2 MiB up it is
+// mapped on huge pages where the OS grants them (harness/memtrack.hpp),
+// since packed B is read panel by panel all through the call; on 4 KiB
+// pages every 64 lines cost a TLB miss, a two-level walk under a
 // hypervisor. On the Zen 4 EPYC of results/epyc-kvm-2c, rung 4 at 2048^3 on
 // 2 threads against the same rung with the old buffer (a std::vector on
 // 4 KiB pages), interleaved rounds in one process: about 1% faster in every
 // round of two runs (79.6-79.8 ms against 80.9-82.9, then 80.3-83.8
 // against 81.2-84.6; oneDNN 78.5-79.5 in both); at 1024^3 no difference.
-struct Scratch {
-    float* p = nullptr;
-    std::size_t bytes = 0;
-    bool pages = false;
-    void reset() noexcept {
-        if (pages) memtrack::release_pages(p, bytes);
-        else memtrack::release(p);
-        p = nullptr, bytes = 0;
-    }
-    ~Scratch() { reset(); }
-    float* grow(long floats) {
-        const std::size_t want = std::size_t(floats) * sizeof(float);
-        if (!p || bytes < want) {
-            reset();
-            pages = want >= memtrack::kPagesFrom;
-            p = static_cast<float*>(pages ? memtrack::allocate_pages(want) : memtrack::allocate(want, 64));
-            bytes = want;
-        }
-        return p;
-    }
-};
+float* grow(Buffer& buf, long floats) {
+    if (!buf.data || buf.count < std::size_t(floats)) buf = Buffer::make("gemm packing scratch", DType::f32, std::size_t(floats));
+    return buf.as<float>();
+}
 
-thread_local Scratch tl_a, tl_b;
+thread_local Buffer tl_a, tl_b;
 
 }  // namespace
 
-float* thread_scratch_a(long floats) { return tl_a.grow(floats); }
-float* thread_scratch_b(long floats) { return tl_b.grow(floats); }
+float* thread_scratch_a(long floats) { return grow(tl_a, floats); }
+float* thread_scratch_b(long floats) { return grow(tl_b, floats); }
 
 }  // namespace mw::gemm::cpu
 

@@ -10,9 +10,10 @@
 //     count, the tiles shared out evenly (12 blocks of 84-96 rows at M = 1024
 //     on 2 threads, where blocks of MC = 96 would be 10 of 96 and one of 64:
 //     one thread then does 544 rows and the other 480);
-//   - the pieces of C, a row block by a column block (at most NC wide) each, are dealt out
-//     to the threads dynamically; each thread packs its A block into its own
-//     buffer and runs rung 3's KC loop on it, writing a disjoint tile of C.
+//   - the pieces of C, a row block by a column block (at most NC wide)
+//     each, are dealt out to the threads dynamically; each thread packs its
+//     A block into its own buffer and runs rung 3's KC loop on it, writing a
+//     disjoint tile of C.
 // FLOPs and bytes per thread are 1/T of rung 3's and B is still packed once,
 // so the expected speedup is ~T (2 here) while each core stays FMA-bound.
 // The price is the barrier after the packing, idle time at the end when
