@@ -16,6 +16,7 @@
 #include "harness/runner.hpp"
 #include "harness/ceilings.hpp"
 #include "harness/command.hpp"
+#include "harness/plot.hpp"
 #include "harness/registry.hpp"
 #include "harness/strings.hpp"
 
@@ -99,6 +100,31 @@ const nlohmann::json& find_run(const Context& ctx, const std::string& variant, c
         if (r.value("backend", "") == ctx.backend && same_op(ctx, r)) names.push_back(r.value("variant", "?"));
     throw Error("no " + ctx.backend + " run of variant '" + variant + "'" + (ctx.op.empty() ? "" : " of " + ctx.op) +
                 " in the results (runs: " + (names.empty() ? "none" : join(names)) + ")");
+}
+
+// The file stem `memwall plot` gives op's figures in these results
+// (harness/plot.hpp: roofline-<stem>.png, speedup-<stem>.png): the shape
+// joins it only where the results hold several shapes of the op, as level
+// 01's recorded run does (512^3 and 1024^3). The run at the context's shape,
+// else the op's one plotted shape.
+std::string plot_stem_ref(const std::string& op, const Context& ctx) {
+    const nlohmann::json results = {{"runs", ctx.runs}};
+    const std::string want = ctx.shape ? ctx.shape->str() : "";
+    std::vector<std::string> shapes;
+    std::string stem_any;
+    for (const auto& r : ctx.runs) {
+        if (r.value("op", "") != op || r.value("backend", "") != ctx.backend) continue;
+        const std::string stem = plot_stem(results, r);
+        if (stem.empty()) continue;
+        const std::string s = canonical_shape(r.value("shape_str", ""));
+        if (s == want) return stem;
+        if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+        stem_any = stem;
+    }
+    if (shapes.size() == 1) return stem_any;
+    if (shapes.empty()) throw Error("no plotted " + ctx.backend + " run of " + op + " in the results");
+    throw Error("the results hold " + op + " at " + join(shapes) + ", not at " + (want.empty() ? "no shape" : want) +
+                ": which figure is meant?");
 }
 
 double best_time(const nlohmann::json& run) {
@@ -490,10 +516,12 @@ Value resolve_ref(const std::string& ref, const Context& ctx) {
     if (kind == "claims") return claims_ref(body, ctx);
     if (kind == "gpu") return gpu_ref(body, ctx);
     if (kind == "results") {
+        if (body == "stem") return plot_stem_ref(ctx.op, ctx);
+        if (body.rfind("stem:", 0) == 0) return plot_stem_ref(body.substr(5), ctx);
         if (body == "path" && !ctx.results_path.empty()) return ctx.results_path;
         if (body == "dir" && !ctx.results_dir.empty()) return ctx.results_dir;
         if (body == "command" && !ctx.results_command.empty()) return ctx.results_command;
-        throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command");
+        throw Error("unknown or empty results field '" + body + "'; valid: path, dir, command, stem, stem:OP");
     }
     throw Error("unknown reference '" + ref +
                 "'; kinds: run:, speedup:, range:, memory:, ceiling:, machine., shape:, model:, predict:, predict_time:, claims:, gpu:, results:");

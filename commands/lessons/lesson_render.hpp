@@ -42,6 +42,9 @@
 //                                  has that rung at that shape ("not measured" otherwise)
 //   {{results:path}}, {{results:command}}, {{results:dir}} (the results file's folder relative
 //                                  to the level's: images, ![..]({{results:dir}}/roofline-...png))
+//   {{results:stem}}, {{results:stem:OP}}  the stem `memwall plot` gives the op's figures
+//                                  (roofline-STEM.png), which carries the shape where the
+//                                  results hold several shapes of the op
 //
 // Levels spanning several ops (a step may name its "op" in level.json): a
 // step's section is rendered with that op's runs and recorded shape, and any

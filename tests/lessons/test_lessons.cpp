@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -108,6 +109,30 @@ TEST(LessonPlaceholders, RangeComesFromPairedRounds) {
     EXPECT_EQ(render("about {{speedup:fast/naive|2}}× ({{range:fast/naive}}×)", c), "about 80× (70–88×)");
     c.runs[1]["time_s"]["round_best"] = {0.025, 0.025};  // unpaired
     EXPECT_THROW(evaluate("range:fast/naive", c), Error);
+}
+
+// {{results:stem}} names the figures `memwall plot` draws for an op
+// (roofline-STEM.png): the shape joins the stem only where the results hold
+// several shapes of the op, as level 01's recorded run does.
+TEST(LessonPlaceholders, ResultsStemIsThePlotsFileName) {
+    Context c = toy();
+    c.op = "gemm";
+    auto run = [](const std::string& op, const std::string& shape) {
+        return nlohmann::json{{"variant", "naive"}, {"lever", "vectorization"}, {"op", op}, {"backend", "cpu"},
+                              {"ran", true}, {"shape_str", shape}, {"gflops", 1.0}, {"intensity", 1.0},
+                              {"time_s", {{"best", 1.0}}}};
+    };
+    c.runs = nlohmann::json::array({run("gemm", "k=64,m=64,n=64"), run("softmax", "cols=7,rows=3")});
+    EXPECT_EQ(std::get<std::string>(evaluate("results:stem", c)), "vectorization-gemm-cpu");
+    EXPECT_EQ(std::get<std::string>(evaluate("results:stem:softmax", c)), "vectorization-softmax-cpu");
+    c.runs.push_back(run("gemm", "k=128,m=128,n=128"));
+    EXPECT_EQ(std::get<std::string>(evaluate("results:stem", c)), "vectorization-gemm-cpu-k-64-m-64-n-64");
+    c.shape = mw::Shape{{{"m", 128}, {"n", 128}, {"k", 128}}};
+    EXPECT_EQ(std::get<std::string>(evaluate("results:stem", c)), "vectorization-gemm-cpu-k-128-m-128-n-128");
+    c.shape = mw::Shape{{{"m", 32}, {"n", 32}, {"k", 32}}};
+    EXPECT_THROW(evaluate("results:stem", c), Error);  // two shapes, neither the lesson's
+    EXPECT_EQ(std::get<std::string>(evaluate("results:stem:softmax", c)), "vectorization-softmax-cpu");
+    EXPECT_THROW(evaluate("results:stem:nosuchop", c), Error);
 }
 
 TEST(LessonPlaceholders, Arithmetic) {
@@ -386,6 +411,27 @@ TEST(Lessons, RenderedCopiesAreUpToDate) {
         EXPECT_EQ(render_document(L, recorded_context(L)), slurp(committed))
             << committed << " is stale: memwall lesson " << id << " --render --out " << committed;
     }
+}
+
+// Every file a committed rendered lesson links, its figures among them, is
+// in the tree (a figure is drawn by `memwall plot RESULTS`; a lesson moved
+// to another machine's results needs that machine's figures committed).
+TEST(Lessons, RenderedCopiesLinkOnlyFilesInTheTree) {
+    const std::regex link(R"(\]\(([^)\s]+)\))");
+    int checked = 0;
+    for (auto& id : level_ids(kRoot / "levels")) {
+        const fs::path doc = kRoot / "levels" / id / "lesson.rendered.md";
+        if (!fs::exists(doc)) continue;
+        const std::string md = slurp(doc);
+        for (std::sregex_iterator it(md.begin(), md.end(), link), end; it != end; ++it) {
+            std::string target = (*it)[1].str();
+            if (target.find("://") != std::string::npos || target[0] == '#' || target.rfind("mailto:", 0) == 0) continue;
+            target = target.substr(0, target.find('#'));
+            ++checked;
+            EXPECT_TRUE(fs::exists(doc.parent_path() / target)) << doc << " links " << target << ", which is not in the tree";
+        }
+    }
+    EXPECT_GT(checked, 0) << "the rendered lessons link their figures";
 }
 
 // A level's "extra_results" join its runs (level 08 quotes an mpirun run
