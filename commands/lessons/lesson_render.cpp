@@ -106,19 +106,21 @@ const nlohmann::json& find_run(const Context& ctx, const std::string& variant, c
 // (harness/plot.hpp: roofline-<stem>.png, speedup-<stem>.png): the shape
 // joins it only where the results hold several shapes of the op, as level
 // 01's recorded run does (512^3 and 1024^3). The run at the context's shape,
-// else the op's one plotted shape.
+// else the op's one plotted shape. plot_stem groups all the runs each
+// time, so it is asked once per shape, not once per run.
 std::string plot_stem_ref(const std::string& op, const Context& ctx) {
     const nlohmann::json results = {{"runs", ctx.runs}};
     const std::string want = ctx.shape ? ctx.shape->str() : "";
-    std::vector<std::string> shapes;
+    std::vector<std::string> shapes;  // the op's shapes that have a figure
     std::string stem_any;
     for (const auto& r : ctx.runs) {
         if (r.value("op", "") != op || r.value("backend", "") != ctx.backend) continue;
+        const std::string s = canonical_shape(r.value("shape_str", ""));
+        if (std::find(shapes.begin(), shapes.end(), s) != shapes.end()) continue;
         const std::string stem = plot_stem(results, r);
         if (stem.empty()) continue;
-        const std::string s = canonical_shape(r.value("shape_str", ""));
         if (s == want) return stem;
-        if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+        shapes.push_back(s);
         stem_any = stem;
     }
     if (shapes.size() == 1) return stem_any;

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <regex>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
