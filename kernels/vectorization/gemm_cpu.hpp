@@ -1,9 +1,10 @@
 // The packed SIMD GEMM, as other code calls it: the pieces of the SIMD GEMM
 // rungs (optimized/vectorization/gemm_simd.cpp, rung 3, defines them, since
-// they are its lesson; gemm_threads.cpp, rung 4, reuses them, so that the
-// diff between the two rungs is the OpenMP split and the order it needs: all
-// of B packed before any piece of C), and rung 4 as a function
-// (the fusion lever's ln_gelu and softmax_v rungs multiply with it).
+// they are its lesson; gemm_threads.cpp, rung 4, reuses its B packing and
+// blocking, and adds the OpenMP split, the order it needs (all of B packed
+// before any piece of C) and a tile that reads A in place, unpacked), and
+// rung 4 as a function (the fusion lever's ln_gelu and softmax_v rungs
+// multiply with it).
 //
 // The design is GotoBLAS/BLIS's: C is computed in MR x NR register tiles; A is
 // packed into MR-row panels and B into NR-column panels, each laid out in the
@@ -22,7 +23,7 @@
 // Loop nest (rung 3):  for jc (NC): pack B[:, jc]   for ic (MC): for pc (KC):
 //                      pack A[ic, pc]; macro_kernel
 // Rung 4 packs every NC block of B first, then deals out (ic, jc) pieces,
-// each running the same pc loop.
+// each running the pc loop on A's rows in place (no pack A, KC up to 768).
 #pragma once
 
 #include <cstdlib>
@@ -125,12 +126,13 @@ float* thread_scratch_b(long floats);
 void macro_kernel(const Kernel& k, int mc, int nc, int kc, const float* Ap, const float* Bp,
                   float* C, int ldc, bool accumulate);
 
-// The traffic model shared by rungs 3 and 4 (same blocking): bytes_blocked
+// The traffic model shared by rungs 3 and 4 (same MC and NC): bytes_blocked
 // with mb = MC (packed B re-read once per MC block), nb = NC (A once per NC
-// block); C stays in L2 across the KC blocks, so it is written once. Rung 4
-// cuts its rows into a multiple of the thread count of blocks, so it can
-// re-read B up to T - 1 times more than this counts (12 times against 11 at
-// M = 1024 on 2 threads: 8% more bytes than the model says).
+// block: packed by rung 3, read in place by rung 4); C stays in L2 across
+// the KC blocks, so it is written once. Rung 4 cuts its rows into a
+// multiple of the thread count of blocks, so it can re-read B up to T - 1
+// times more than this counts (12 times against 11 at M = 1024 on 2
+// threads: 8% more bytes than the model says).
 double simd_bytes(const Shape& s, DType);
 
 }  // namespace mw::gemm::cpu
