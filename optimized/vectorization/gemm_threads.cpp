@@ -22,10 +22,9 @@
 //     thrashed: 11.5 against 10.8 ms at 1024^3); per step of k the tile
 //     does 4 loads of B and 6 broadcasts for 24 FMAs, where rung 3's did 2
 //     and 12. What it buys is the packing pass over A (~3% of the samples
-//     under perf at 1024^3 when this rung packed A) and its buffer (peak
-//     memory at 1024^3 on 2 threads 12 MiB, where it was 16), and with no
-//     A panel to hold, deeper KC slices (up to 768; kDirectKc below), so
-//     each tile of C is read back and written fewer times. This is how
+//     under perf at 1024^3 when this rung packed A) and, with no A panel
+//     to hold, deeper KC slices (up to 768; kDirectKc below), so each tile
+//     of C is read back and written fewer times. This is how
 //     oneDNN's fp32 brgemm matmul works on AVX-512: it packs B and reads A
 //     in place. AVX2 has 16 registers, so its tile stays 6 x 16 (one
 //     panel, 12 accumulators).
@@ -33,7 +32,9 @@
 // replaces (A packed, KC = 256) and the vendors in one process (scratch
 // build, 3 rounds, 2 threads, best ms): 1024^3 10.0 against 10.4, oneDNN
 // 9.69 and OpenBLAS 11.9; 2048^3 77.0 against 82.8, oneDNN 79.8 and
-// OpenBLAS 84.5.
+// OpenBLAS 84.5. Its record there, gemm-vendors.* (6 rounds): 1.02x the
+// better vendor (oneDNN) at 1024^3, rounds 0.99-1.04x, and 1.04x at 2048^3,
+// rounds 1.02-1.04x.
 // Few barriers and small dynamic pieces matter on a shared machine: a
 // barrier waits for the slowest thread, and a thread whose core is lent to
 // another process is slow, so it simply takes fewer pieces. (This rung
