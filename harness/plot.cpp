@@ -445,7 +445,12 @@ void roofline_frame(std::ostream& s, const RooflineFigure& f, const json& result
     s << "set format x '%g'\nset format y '%g'\nset mxtics 10\nset mytics 10\n";
     s << "set grid xtics ytics mxtics mytics lc rgb '#e5e5e5' lw 1, lc rgb '#f3f3f3' lw 1\n";
     s << "set style textbox opaque noborder margins 0.5,0.3\n";  // labels stay legible over roof lines
-    s << "set key outside right top vertical Left reverse noopaque spacing 1.3 samplen 2.5 box lc rgb '#bbbbbb'\n";
+    // One key line per roof and per point: past ~22 lines at the usual
+    // spacing the key wraps into a second column, drawn over the plot
+    // (gemv_q's 24 variants), so a long key is set tighter and smaller.
+    const bool long_key = f.roofs.size() + f.pts.size() > 22;
+    s << "set key outside right top vertical Left reverse noopaque samplen 2.5 box lc rgb '#bbbbbb' "
+      << (long_key ? "spacing 1.0 font ',9'" : "spacing 1.3") << "\n";
     s << "set rmargin at screen 0.64\nset lmargin at screen 0.08\nset tmargin at screen 0.88\nset bmargin at screen 0.10\n";
 }
 
@@ -481,7 +486,8 @@ std::vector<double> label_heights(const RooflineFigure& f) {
     // its points instead, so the top one does not climb into the roof.
     for (size_t a = 0; a < order.size();) {
         size_t b = a + 1;
-        while (b < order.size() && lv[order[b]] - lv[order[b - 1]] <= gap * 1.0001 &&
+        // (a push leaves its label gap * 1.01 above the one below it)
+        while (b < order.size() && lv[order[b]] - lv[order[b - 1]] <= gap * 1.0101 &&
                std::abs(std::log10(pts[order[b]].intensity / pts[order[b - 1]].intensity)) < width)
             ++b;
         double shift = 0;

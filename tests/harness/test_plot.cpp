@@ -2,6 +2,7 @@
 // chart in both formats, drawn by gnuplot; emulated runs stay out of them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -78,6 +79,37 @@ TEST(Plot, OlderResultsGetNoMemoryChart) {
     EXPECT_TRUE(fs::exists(dir / "roofline-vectorization-gemm-cpu.svg"));
     EXPECT_TRUE(fs::exists(dir / "speedup-vectorization-gemm-cpu.svg"));
     for (auto& w : written) EXPECT_EQ(w.filename().string().rfind("memory-", 0), std::string::npos) << w;
+    fs::remove_all(dir);
+}
+
+// Two points in one column, close in height, get labels that do not sit on
+// one another: in this record OpenBLAS (213 GFLOP/s) and oneDNN (216) share
+// an intensity, and rung 4 (226) sits just left of them. (The pass that
+// centres pushed labels on their points once undid every push.)
+TEST(Plot, CloseLabelsArePushedApart) {
+    if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
+    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/epyc-kvm-2c/vectorization-cpu.json");
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-labels-" + std::to_string(::getpid()));
+    std::vector<fs::path> written;
+    mw::plot_results(doc, dir, &written);
+    std::ifstream gp(dir / "roofline-vectorization-gemm-cpu-k-1024-m-1024-n-1024.gp");
+    ASSERT_TRUE(gp.good());
+    struct Label { std::string text; double x, y; };
+    std::vector<Label> labels;
+    for (std::string line; std::getline(gp, line);) {
+        // set label 6 "openblas (vendor)" at 63.991,213.174 right boxed ...
+        const auto open = line.find('"'), at = line.find("\" at ");
+        if (line.rfind("set label", 0) != 0 || open == std::string::npos || at == std::string::npos) continue;
+        const std::string text = line.substr(open + 1, at - open - 1);
+        if (text.find("vendor") == std::string::npos && text.find(':') == std::string::npos) continue;  // the arrow's "358x"
+        labels.push_back({text, std::stod(line.substr(at + 5)), std::stod(line.substr(line.find(',', at) + 1))});
+    }
+    ASSERT_EQ(labels.size(), 7u);  // rungs 0-4 and the two vendors
+    for (size_t i = 0; i < labels.size(); ++i)
+        for (size_t j = i + 1; j < labels.size(); ++j)
+            if (std::abs(std::log10(labels[i].x / labels[j].x)) < 0.3)
+                EXPECT_GT(std::abs(std::log10(labels[i].y / labels[j].y)), 0.1)
+                    << labels[i].text << " at " << labels[i].y << " and " << labels[j].text << " at " << labels[j].y;
     fs::remove_all(dir);
 }
 
