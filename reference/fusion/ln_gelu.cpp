@@ -4,7 +4,7 @@
 // LayerNorm along n; fp32. The shape of a transformer MLP's up-projection
 // followed by its activation and a norm.
 // This rung runs it as four ops: the project's best own GEMM (the
-// vectorization lever's rung 4, gemm_threads: packed AVX-512 micro-kernel on
+// vectorization lever's rung 4, gemm_threads: AVX-512 tiles on packed B, A read in place, on
 // all cores) into a full m x n temporary C, then bias_gelu_ln's rung-1
 // passes over C (two more m x n temporaries, 8 sweeps).
 // Bytes: the GEMM's traffic plus 8 sweeps of m*n*4 for the epilogue (and the
