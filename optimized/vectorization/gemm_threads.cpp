@@ -23,8 +23,8 @@
 //     does 4 loads of B and 6 broadcasts for 24 FMAs, where rung 3's did 2
 //     and 12. What it buys is the packing pass over A (~3% of the samples
 //     under perf at 1024^3 when this rung packed A) and, with no A panel
-//     to hold, deeper KC slices (up to 768; kDirectKc below), so each tile
-//     of C is read back and written fewer times. This is how
+//     to hold, deeper KC slices (up to 768, 512 on AVX2; kDirectKc below),
+//     so each tile of C is read back and written fewer times. This is how
 //     oneDNN's fp32 brgemm matmul works on AVX-512: it packs B and reads A
 //     in place. AVX2 has 16 registers, so its tile stays 6 x 16 (one
 //     panel, 12 accumulators).
@@ -66,8 +66,15 @@ namespace simd = fusion::simd;
 // rounds, 2 threads; best ms, ours / oneDNN): slices of 512 gave 1024^3
 // 9.74 / 10.06 and 2048^3 79.6 / 79.2; of 384, 9.49 / 9.60 and 79.1 / 79.2;
 // of 1024, 10.06 / 10.0 and 78.0 / 80.6; of at most 768, split evenly,
-// 9.62 / 9.71 and 75.7 / 79.0.
-constexpr int kDirectKc = 768, kDirectMr = 6;
+// 9.62 / 9.71 and 75.7 / 79.0. The AVX2 tile is 16 columns wide, so each
+// tile re-reads its rows of A for a quarter of the columns, and the rows of
+// A in L2 (MC x KC) count for more: there slices of at most 512 measured
+// best (MEMWALL_ISA=avx2 on the same EPYC, against the AVX2 rung that
+// packed A, two runs of 2 rounds: 1024^3 9.55-9.74 ms against 9.97-10.03,
+// 2048^3 78.6-81.3 against 79.9-80.5, so no loss there; at most 768 gave
+// 85.2 against 80.9 at 2048^3, 384 and 256 about 80 there). Not measured
+// on a machine without AVX-512.
+constexpr int kDirectKc = 768, kDirectKcAvx2 = 512, kDirectMr = 6;
 
 // One ROWS x NV-vector tile of C (+)= A[0:ROWS, 0:kc] (rows lda apart, read in
 // place) times NV vectors of packed B: vectors 0-1 from the panel at b,
@@ -148,7 +155,8 @@ MW_SIMD_INLINE void direct_block(int mc, int nc, int kc, const float* A, long ld
 
 void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K) {
     const cpu::Kernel& k = cpu::select_kernel();
-    const int threads = omp_get_max_threads(), slices = (K + kDirectKc - 1) / kDirectKc;
+    const int kc_max = isa::pick() == isa::Isa::avx512 ? kDirectKc : kDirectKcAvx2;
+    const int threads = omp_get_max_threads(), slices = (K + kc_max - 1) / kc_max;
     const int kcb = (K + slices - 1) / slices;
     static const auto block = isa::pick_kernel<direct_block<simd::f16>, direct_block<simd::f8>>();
     // Packed B: the NC blocks one after the other, each as rung 3 packs one
