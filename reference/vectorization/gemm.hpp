@@ -5,7 +5,7 @@
 //   optimized/vectorization/gemm_loop_order.cpp  1  i-k-j order: unit-stride B and C
 //   optimized/vectorization/gemm_blocked.cpp     2  cache blocking: reuse tiles from L1/L2
 //   optimized/vectorization/gemm_simd.cpp        3  SIMD micro-kernel with register blocking
-//   optimized/vectorization/gemm_threads.cpp     4  the SIMD kernel on all cores (OpenMP)
+//   optimized/vectorization/gemm_threads.cpp     4  SIMD tiles on all cores (OpenMP), A read in place
 //   optimized/vectorization/gemm_openblas.cpp    vendor  OpenBLAS cblas_sgemm
 //   optimized/vectorization/gemm_onednn.cpp      vendor  oneDNN matmul primitive (JIT kernel for this CPU)
 // CUDA: reference/vectorization/gemm.cu (naive) and optimized/vectorization/gemm_*.cu.
