@@ -47,6 +47,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "harness/isa.hpp"
 #include "kernels/fusion/simd.hpp"
@@ -154,11 +155,14 @@ MW_SIMD_INLINE void direct_block(int mc, int nc, int kc, const float* A, long ld
 }  // namespace
 
 void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K) {
+    // The ISA is chosen per call, as select_kernel() chooses B's panel width
+    // (a test may set MEMWALL_ISA=avx2 between two calls).
     const cpu::Kernel& k = cpu::select_kernel();
-    const int kc_max = isa::pick() == isa::Isa::avx512 ? kDirectKc : kDirectKcAvx2;
+    const bool avx512 = std::string_view(k.isa) == "avx512";
+    const auto block = avx512 ? isa::on_avx512<direct_block<simd::f16>> : isa::on_avx2<direct_block<simd::f8>>;
+    const int kc_max = avx512 ? kDirectKc : kDirectKcAvx2;
     const int threads = omp_get_max_threads(), slices = (K + kc_max - 1) / kc_max;
     const int kcb = (K + slices - 1) / slices;
-    static const auto block = isa::pick_kernel<direct_block<simd::f16>, direct_block<simd::f8>>();
     // Packed B: the NC blocks one after the other, each as rung 3 packs one
     // (KC-deep slices of NR-column panels); block jc starts jc * K floats in.
     float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, N, k.nr));

@@ -47,6 +47,12 @@ MW_ORACLE_SUITES(Gemm, MatchesOracle, cases, check_case);
 // AVX-512 path this machine picks (MEMWALL_ISA=avx2 forces it).
 TEST(GemmCpuIsa, Avx2FallbackMatchesOracle) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA";
+    // Every rung once on the default ISA first: a rung that kept the ISA it
+    // chose on its first call would then mix AVX-512 tiles with AVX2 panels.
+    Fixture& warm = fixture_for("gemm", {{{"m", 33}, {"n", 70}, {"k", 129}}});
+    for (auto* v : mw::variants_of("gemm", mw::Backend::cpu))
+        if (v->role != mw::Role::vendor)
+            EXPECT_TRUE(mw::check_variant(*mw::find_op("gemm"), *v, warm.problem, warm.oracle).correct) << v->name;
     setenv("MEMWALL_ISA", "avx2", 1);
     for (auto* v : mw::variants_of("gemm", mw::Backend::cpu)) {
         if (v->role == mw::Role::vendor) continue;
