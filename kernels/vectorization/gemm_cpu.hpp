@@ -12,7 +12,8 @@
 // micro-kernel never branches on edges. Cache blocks wrap the tiles:
 //   KC  depth of one rank-KC update: a KC x NR micro-panel of B (32 KiB at
 //       KC=256, NR=32) stays in L1 while the kernel sweeps the A block;
-//   MC  rows of A packed at once: the MC x KC block (96 KiB) stays in L2,
+//   MC  rows of A packed at once (rung 3; rung 4 reads them in place):
+//       the MC x KC block (96 KiB) stays in L2,
 //       and the MC x NC strip of C (384 KiB at NC=1024) stays in L2
 //       across the KC blocks, beside the KC x NC slice of B read through it;
 //   NC  columns of B packed at once, for all of K, as KC-deep slices (the

@@ -59,8 +59,9 @@ namespace {
 namespace simd = fusion::simd;
 
 // KC of this rung: K is cut into the fewest slices of at most kDirectKc,
-// of equal depth (512 at K = 1024, 683 at K = 2048). A tile's rows of A are
-// then 6 runs of at most 768 floats in L1 (18 KiB of 32) and its two B
+// of (nearly) equal depth (512 at K = 1024; 683, 683 and 682 at K =
+// 2048). A tile's rows of A are then 6 runs of at most 768 floats in L1
+// (18 KiB of 32) and its two B
 // micro-panels (at most 192 KiB) sit in L2; the deeper the slice, the fewer
 // times each tile of C is read back and written (K / KC times). On the Zen
 // 4 EPYC of results/epyc-kvm-2c, paired with oneDNN (scratch build, 2-3
@@ -131,8 +132,9 @@ MW_SIMD_INLINE void tile_rows(int rows, int kc, const float* a, long lda, const 
 // C[0:mc, 0:nc] (+)= A[0:mc, 0:kc] (in place) * one packed KC slice of B,
 // column strip by column strip: AVX-512 tiles are 6 x 64 (two 32-wide panels,
 // 24 accumulators), AVX2 tiles 6 x 16 (one 16-wide panel, 12 accumulators).
-// A strip's B (KC x 64, 128 KiB) stays in L2 while its tiles go down the
-// block's rows; the rows of A the tile reads (6 x KC) stay in L1.
+// A strip's B (KC x 64 on AVX-512, at most 192 KiB; KC x 16 on AVX2) stays
+// in L2 while its tiles go down the block's rows; the rows of A the tile
+// reads (6 x KC) stay in L1.
 template <class V>
 MW_SIMD_INLINE void direct_block(int mc, int nc, int kc, const float* A, long lda, const float* Bp, float* C, long ldc,
                   bool accumulate) {
@@ -163,8 +165,9 @@ void gemm_threads(const float* A, const float* B, float* C, int M, int N, int K)
     const int kc_max = avx512 ? kDirectKc : kDirectKcAvx2;
     const int threads = omp_get_max_threads(), slices = (K + kc_max - 1) / kc_max;
     const int kcb = (K + slices - 1) / slices;
-    // Packed B: the NC blocks one after the other, each as rung 3 packs one
-    // (KC-deep slices of NR-column panels); block jc starts jc * K floats in.
+    // Packed B: the NC blocks one after the other, each laid out as rung 3
+    // packs one (slices of NR-column panels, here kcb deep, not rung 3's
+    // 256); block jc starts jc * K floats in.
     float* Bp = cpu::thread_scratch_b(cpu::packed_b_floats(K, N, k.nr));
     // Row block b is C's rows [row0(b), row0(b + 1)): tiles dealt evenly.
     const int tiles = (M + kDirectMr - 1) / kDirectMr, per_block = k.mc / kDirectMr;

@@ -33,7 +33,7 @@ std::vector<mw::Shape> shapes(const std::string& /*op*/, bool emu) {
         add(1000, 1000, 1000);
         add(1000, 333, 517);
         add(65, 1057, 300);  // N past one NC block (1024) of rungs 3-4, by 33 columns: a second, ragged block
-        add(13, 70, 1537);   // rung 4's K in three slices of 513 (C summed over slices), 6-row tiles + 1 row
+        add(13, 70, 1537);   // rung 4's K in three slices of at most 768 (C summed over slices), 6-row tiles + 1 row
     }
     return s;
 }
@@ -58,7 +58,7 @@ TEST(GemmCpuIsa, Avx2FallbackMatchesOracle) {
         if (v->role == mw::Role::vendor) continue;
         auto avx2_shapes = shapes("gemm", true);
         avx2_shapes.push_back({{{"m", 65}, {"n", 1057}, {"k", 300}}});  // two column blocks, the second ragged
-        avx2_shapes.push_back({{{"m", 13}, {"n", 70}, {"k", 1537}}});   // rung 4: three K slices, ragged tiles
+        avx2_shapes.push_back({{{"m", 13}, {"n", 70}, {"k", 1537}}});   // rung 4: four K slices of at most 512, ragged tiles
         for (auto& s : avx2_shapes) {
             Fixture& f = fixture_for("gemm", s);
             auto r = mw::check_variant(*mw::find_op("gemm"), *v, f.problem, f.oracle);
