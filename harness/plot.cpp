@@ -459,6 +459,9 @@ void roofline_frame(std::ostream& s, const RooflineFigure& f, const json& result
 std::vector<double> label_heights(const RooflineFigure& f) {
     const auto& pts = f.pts;
     const double gap = f.gap(), width = f.width();
+    // A push puts a label this far above the one below it (a little more
+    // than `gap`, so rounding can't bring it back within `gap`).
+    const double push = gap * 1.01;
     std::vector<size_t> order(pts.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pts[a].gflops < pts[b].gflops; });
@@ -475,7 +478,7 @@ std::vector<double> label_heights(const RooflineFigure& f) {
             moved = false;
             for (size_t j : placed)
                 if (std::abs(std::log10(pts[j].intensity) - u) < width && std::abs(lv[j] - v) < gap) {
-                    v = lv[j] + gap * 1.01;
+                    v = lv[j] + push;
                     moved = true;
                 }
         }
@@ -486,8 +489,7 @@ std::vector<double> label_heights(const RooflineFigure& f) {
     // its points instead, so the top one does not climb into the roof.
     for (size_t a = 0; a < order.size();) {
         size_t b = a + 1;
-        // (a push leaves its label gap * 1.01 above the one below it)
-        while (b < order.size() && lv[order[b]] - lv[order[b - 1]] <= gap * 1.0101 &&
+        while (b < order.size() && lv[order[b]] - lv[order[b - 1]] <= push * 1.0001 &&
                std::abs(std::log10(pts[order[b]].intensity / pts[order[b - 1]].intensity)) < width)
             ++b;
         double shift = 0;

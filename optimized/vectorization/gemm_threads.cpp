@@ -138,6 +138,8 @@ MW_SIMD_INLINE void tile_rows(int rows, int kc, const float* a, long lda, const 
 template <class V>
 MW_SIMD_INLINE void direct_block(int mc, int nc, int kc, const float* A, long lda, const float* Bp, float* C, long ldc,
                   bool accumulate) {
+    // AVX-512: strips of two panels (NV = 4 vectors), one where a single
+    // panel is left; AVX2: strips of one panel (NV = 2).
     constexpr int panel = 2 * simd::width<V>, strip = sizeof(V) == 64 ? 2 * panel : panel;
     const long pstride = long(panel) * kc;
     for (int j = 0; j < nc; j += strip) {
@@ -147,10 +149,12 @@ MW_SIMD_INLINE void direct_block(int mc, int nc, int kc, const float* A, long ld
             const int rows = std::min(kDirectMr, mc - i);
             const float* a = A + long(i) * lda;
             float* c = C + long(i) * ldc + j;
-            if (strip > panel && cols > panel)
-                tile_rows<V, strip / simd::width<V>>(rows, kc, a, lda, b, pstride, c, ldc, cols, accumulate);
-            else
-                tile_rows<V, 2>(rows, kc, a, lda, b, pstride, c, ldc, cols, accumulate);
+            if constexpr (strip > panel)
+                if (cols > panel) {
+                    tile_rows<V, 4>(rows, kc, a, lda, b, pstride, c, ldc, cols, accumulate);
+                    continue;
+                }
+            tile_rows<V, 2>(rows, kc, a, lda, b, pstride, c, ldc, cols, accumulate);
         }
     }
 }

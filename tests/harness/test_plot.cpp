@@ -68,14 +68,20 @@ TEST(Plot, EmulatedRunsAreLeftOut) {
     fs::remove_all(dir);
 }
 
+// Plots a committed record into a fresh temporary folder, which it returns.
+fs::path plot_record(const char* record, const char* tag, std::vector<fs::path>* written) {
+    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / record);
+    fs::path dir = fs::temp_directory_path() / ("memwall-plot-" + std::string(tag) + "-" + std::to_string(::getpid()));
+    mw::plot_results(doc, dir, written);
+    return dir;
+}
+
 // A results file recorded before peak memory was: roofline and speedup
 // charts as before, and no memory chart.
 TEST(Plot, OlderResultsGetNoMemoryChart) {
     if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
-    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/xeon-kvm-2c/vectorization-cpu.json");
-    fs::path dir = fs::temp_directory_path() / ("memwall-plot-old-" + std::to_string(::getpid()));
     std::vector<fs::path> written;
-    mw::plot_results(doc, dir, &written);
+    const fs::path dir = plot_record("results/xeon-kvm-2c/vectorization-cpu.json", "old", &written);
     EXPECT_TRUE(fs::exists(dir / "roofline-vectorization-gemm-cpu.svg"));
     EXPECT_TRUE(fs::exists(dir / "speedup-vectorization-gemm-cpu.svg"));
     for (auto& w : written) EXPECT_EQ(w.filename().string().rfind("memory-", 0), std::string::npos) << w;
@@ -88,10 +94,8 @@ TEST(Plot, OlderResultsGetNoMemoryChart) {
 // centres pushed labels on their points once undid every push.)
 TEST(Plot, CloseLabelsArePushedApart) {
     if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
-    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/epyc-kvm-2c/vectorization-cpu.json");
-    fs::path dir = fs::temp_directory_path() / ("memwall-plot-labels-" + std::to_string(::getpid()));
     std::vector<fs::path> written;
-    mw::plot_results(doc, dir, &written);
+    const fs::path dir = plot_record("results/epyc-kvm-2c/vectorization-cpu.json", "labels", &written);
     std::ifstream gp(dir / "roofline-vectorization-gemm-cpu-k-1024-m-1024-n-1024.gp");
     ASSERT_TRUE(gp.good());
     struct Label { std::string text; double x, y; };
@@ -107,9 +111,10 @@ TEST(Plot, CloseLabelsArePushedApart) {
     ASSERT_EQ(labels.size(), 7u);  // rungs 0-4 and the two vendors
     for (size_t i = 0; i < labels.size(); ++i)
         for (size_t j = i + 1; j < labels.size(); ++j)
-            if (std::abs(std::log10(labels[i].x / labels[j].x)) < 0.3)
+            if (std::abs(std::log10(labels[i].x / labels[j].x)) < 0.3) {
                 EXPECT_GT(std::abs(std::log10(labels[i].y / labels[j].y)), 0.1)
                     << labels[i].text << " at " << labels[i].y << " and " << labels[j].text << " at " << labels[j].y;
+            }
     fs::remove_all(dir);
 }
 
@@ -117,10 +122,8 @@ TEST(Plot, CloseLabelsArePushedApart) {
 // in their title is broken at commas so that no line runs off the canvas.
 TEST(Plot, BarChartTitlesWrapALongShape) {
     if (!mw::gnuplot_available()) GTEST_SKIP() << "gnuplot is not installed";
-    const auto doc = mw::read_json_file(fs::path(MEMWALL_SOURCE_DIR) / "results/epyc-kvm-2c/moe-moe_ffn.json");
-    fs::path dir = fs::temp_directory_path() / ("memwall-plot-wrap-" + std::to_string(::getpid()));
     std::vector<fs::path> written;
-    mw::plot_results(doc, dir, &written);
+    const fs::path dir = plot_record("results/epyc-kvm-2c/moe-moe_ffn.json", "wrap", &written);
     int charts = 0;
     for (const auto& entry : fs::directory_iterator(dir)) {
         const std::string chart = entry.path().filename().string();
