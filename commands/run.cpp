@@ -158,7 +158,8 @@ MW_REGISTER_COMMAND_AT(run, "run", 1, [](CLI::App& app) -> CommandAction {
     run_cmd->add_option("--rounds", req.rounds,
                         "Time every variant this many times, round-robin per shape, with statistics over all "
                         "rounds; on the CPU the DRAM read roof is re-measured before each round (a noisy shared "
-                        "host)")
+                        "host), and for a read-dominated op by a read probe beside each variant (with --cold, a "
+                        "pass before every timed call)")
         ->default_val(1);
     run_cmd->add_option("--out", f->out, "Write results JSON here (and .md/.csv beside it)");
     run_cmd->add_option("--out-dir", f->out_dir,

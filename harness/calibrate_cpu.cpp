@@ -18,9 +18,11 @@
 // feature sets and picked at run time by that set's check (isa::has_*).
 #include <immintrin.h>
 #include <omp.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -250,6 +252,52 @@ template <class V, bool PF> MW_SIMD_INLINE float read_sum_one(const float* a, si
     return t + reduce(s);
 }
 
+struct ReadPattern {
+    const char* name;
+    float (*sum)(const float*, size_t, size_t);
+};
+const std::array<ReadPattern, 3>& read_patterns() {
+    static const std::array<ReadPattern, 3> patterns = [] {
+        const bool w = has_avx512();
+        return std::array<ReadPattern, 3>{
+            {{"4 streams per thread", w ? isa::on_avx512<read_sum<f32x16>> : isa::on_avx2<read_sum<f32x8>>},
+             {"1 stream per thread, software prefetch 16 KiB ahead into L2",
+              w ? isa::on_avx512<read_sum_one<f32x16, true>> : isa::on_avx2<read_sum_one<f32x8, true>>},
+             {"1 stream per thread, hardware prefetch only",
+              w ? isa::on_avx512<read_sum_one<f32x16, false>> : isa::on_avx2<read_sum_one<f32x8, false>>}}};
+    }();
+    return patterns;
+}
+
+// The best of `reps` reads of a[0, n) by `nt` threads in pattern `pat`, in
+// GB/s. 128-float aligned ranges per thread: every thread's loop is all
+// vector loads.
+double read_pass_gbps(const ReadPattern& pat, const float* a, size_t n, int nt, int reps) {
+    static volatile float sink = 0;
+    const size_t units = n / 128;
+    auto t = best_parallel_times(nt, reps, [&](int tid, int tn) {
+        size_t lo, hi;
+        static_range(units, tid, tn, lo, hi);
+        sink = sink + pat.sum(a, lo * 128, hi * 128);
+    });
+    return 4.0 * double(n) / t.span / 1e9;
+}
+
+// The read array, first touched in the all-threads pattern.
+void fill_ones(float* a, size_t n, int threads) {
+#pragma omp parallel num_threads(threads)
+    {
+        size_t lo, hi;
+        static_range(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+        for (size_t i = lo; i < hi; ++i) a[i] = 1.0f;
+    }
+}
+AlignedArray<float> read_array(size_t n, int threads) {
+    auto a = alloc_aligned<float>(n);
+    fill_ones(a.get(), n, threads);
+    return a;
+}
+
 struct ReadResult {
     std::vector<double> gbps;  // per thread count, the faster pattern's
     std::string method;        // the pattern behind the all-threads figure
@@ -262,13 +310,7 @@ ReadResult measure_read(int max_threads, bool quick) {
     const size_t n = beyond_l3(quick ? 256 : 1024) / sizeof(float);
     const int reps = quick ? 5 : 10;
     const double huge_before = anon_huge_bytes();
-    auto a = alloc_aligned<float>(n);
-#pragma omp parallel num_threads(max_threads)
-    {
-        size_t lo, hi;
-        static_range(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
-        for (size_t i = lo; i < hi; ++i) a[i] = 1.0f;
-    }
+    const auto a = read_array(n, max_threads);
     ReadResult r;
     const double huge = anon_huge_bytes() - huge_before;
     char pages[160];
@@ -280,29 +322,10 @@ ReadResult measure_read(int max_threads, bool quick) {
                       std::max(0.0, huge) / (1 << 20), 4.0 * double(n) / (1 << 20), memtrack::transparent_hugepages(),
                       memtrack::huge_pages_advised() ? "" : "; not advised: MEMWALL_HUGEPAGES=0");
     r.pages = pages;
-    struct Pattern {
-        const char* name;
-        float (*sum)(const float*, size_t, size_t);
-    };
-    const bool w = has_avx512();
-    const Pattern patterns[] = {
-        {"4 streams per thread", w ? isa::on_avx512<read_sum<f32x16>> : isa::on_avx2<read_sum<f32x8>>},
-        {"1 stream per thread, software prefetch 16 KiB ahead into L2",
-         w ? isa::on_avx512<read_sum_one<f32x16, true>> : isa::on_avx2<read_sum_one<f32x8, true>>},
-        {"1 stream per thread, hardware prefetch only",
-         w ? isa::on_avx512<read_sum_one<f32x16, false>> : isa::on_avx2<read_sum_one<f32x8, false>>}};
-    volatile float sink = 0;
     for (int nt = 1; nt <= max_threads; ++nt) {
         double best = 0;
-        for (const auto& pat : patterns) {
-            // 128-float aligned ranges per thread: every thread's loop is all vector loads.
-            const size_t units = n / 128;
-            auto t = best_parallel_times(nt, reps, [&](int tid, int tn) {
-                size_t lo, hi;
-                static_range(units, tid, tn, lo, hi);
-                sink = sink + pat.sum(a.get(), lo * 128, hi * 128);
-            });
-            const double g = 4.0 * double(n) / t.span / 1e9;
+        for (const auto& pat : read_patterns()) {
+            const double g = read_pass_gbps(pat, a.get(), n, nt, reps);
             if (g > best) {
                 best = g;
                 if (nt == max_threads) r.method = pat.name;
@@ -621,6 +644,31 @@ double bf16_dot_over_fma() {
 double measure_dram_read_gbps(int threads) {
     const ReadResult r = measure_read(threads, true);
     return r.gbps.empty() ? 0.0 : r.gbps.back();
+}
+
+ReadProber::ReadProber(int threads) : threads_(threads), n_(beyond_l3(256) / sizeof(float)) {
+    const std::size_t bytes = n_ * sizeof(float), huge = std::size_t(2) << 20;
+    void* p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+    if (!p) throw std::bad_alloc();
+    if (memtrack::huge_pages_advised()) madvise(p, bytes, MADV_HUGEPAGE);
+    array_.reset(static_cast<float*>(p), [](float* q) { std::free(q); });
+    fill_ones(array_.get(), n_, threads);
+}
+
+void ReadProber::pass() {
+    const auto& patterns = read_patterns();
+    // Each pattern in turn for the first passes, then the fastest so far:
+    // all of them get a chance, the winner most of them.
+    const std::size_t k = passes_ < 3 * int(patterns.size())
+                              ? std::size_t(passes_) % patterns.size()
+                              : std::size_t(std::max_element(best_.begin(), best_.end()) - best_.begin());
+    best_[k] = std::max(best_[k], read_pass_gbps(patterns[k], array_.get(), n_, threads_, 1));
+    ++passes_;
+}
+
+ReadProbe ReadProber::result() const {
+    const auto win = std::size_t(std::max_element(best_.begin(), best_.end()) - best_.begin());
+    return {best_[win], passes_, passes_ > 0 ? read_patterns()[win].name : ""};
 }
 
 Ceilings calibrate_cpu(int max_threads, bool quick) {

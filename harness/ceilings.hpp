@@ -2,6 +2,8 @@
 // spec-sheet ceilings of known GPUs (drawn dashed on rooflines).
 #pragma once
 
+#include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,33 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // of 5 per access pattern, ~0.2 s): `memwall run --rounds` measures it
 // between rounds, so the read roof is taken in the same minutes as the ops.
 double measure_dram_read_gbps(int threads);
+// The read probe `memwall run --rounds` takes beside each read-dominated
+// variant: one pass is a read of a 256 MiB array (4x the L3 where that is
+// more) by `threads` threads, the access patterns in turn and then the
+// fastest. With --cold a pass precedes every timed call (the eviction
+// follows it), so the probe's best had the variant's chances at a fast
+// moment of the memory, at the same moments: on the Zen 4 guest the memory
+// switched between about 34 and 60 GB/s within a second, and a roof from
+// fewer passes is beaten by luck (the best of 5 read 60.5 GB/s where the
+// best of 100 read 63.8).
+struct ReadProbe {
+    double gbps = 0;     // the best pass
+    int passes = 0;      // how many were made
+    std::string method;  // the pattern of the best
+};
+class ReadProber {
+public:
+    explicit ReadProber(int threads);
+    void pass();
+    ReadProbe result() const;
+
+private:
+    int threads_;
+    std::size_t n_;
+    std::shared_ptr<float> array_;  // huge pages advised, but not among memtrack's mappings: no eviction flushes it
+    std::array<double, 3> best_{};
+    int passes_ = 0;
+};
 
 // vdpbf16ps's FLOP rate over the fp32 FMA's on one core (1.0: as many FLOP
 // per second; 2.0: twice, one vdpbf16ps per FMA), measured once per process

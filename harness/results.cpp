@@ -263,6 +263,32 @@ bool any_run(const std::vector<const nlohmann::json*>& rows, const std::function
 
 bool has_number(const nlohmann::json& r, const char* key) { return r.contains(key) && r[key].is_number(); }
 
+// A shape timed beside the read probe (--rounds --cold, a read-dominated
+// op): the roof it was judged by, how many passes it is the best of, and the
+// range of the probe's round figures where the memory ran at more than one
+// speed (the slowest round under 80% of the fastest).
+void write_read_probe_line(std::ostream& os, const std::vector<const nlohmann::json*>& rows) {
+    double lo = 0, hi = 0, roof = 0;
+    long passes = 0;
+    for (const auto* r : rows) {
+        if (!r->contains("read_probe_gbps")) continue;
+        for (const auto& g : (*r)["read_probe_gbps"]) {
+            const double v = g.get<double>();
+            lo = lo == 0 ? v : std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+        passes += r->value("read_probe_passes", 0L);
+        roof = std::max(roof, r->value("dram_read_roof_gbps", 0.0));
+    }
+    if (passes == 0) return;
+    os << "read roof: " << fmt("%.1f", roof) << " GB/s, the best of " << passes
+       << " read-probe passes made beside this shape's timed calls";
+    if (lo < 0.8 * hi)
+        os << " (by round they read " << fmt("%.1f", lo) << "-" << fmt("%.1f", hi)
+           << " GB/s: the memory ran at more than one speed during the run)";
+    os << "\n\n";
+}
+
 std::vector<Column> optional_columns(const std::vector<const nlohmann::json*>& rows) {
     std::vector<Column> cols;
     auto opt = [](const nlohmann::json& r, const char* key, int prec, const char* suffix) {
@@ -382,6 +408,7 @@ std::string report_markdown(const nlohmann::json& doc) {
         const auto& rows = groups[k];
         os << "\n## " << k << "\n\n";
         os << "threads: " << rows.front()->value("threads", 1) << "\n\n";
+        write_read_probe_line(os, rows);
         const auto extra = optional_columns(rows);
         os << "| rung | variant | role | time best [median] | samples | GFLOP/s | GB/s | FLOP/B | vs naive | vs vendor | of roof";
         for (auto& c : extra) os << " | " << c.header;

@@ -421,6 +421,9 @@ struct Group {
     const std::vector<std::size_t>& input_hashes;
     const RunRequest& req;
     double naive_rel_fro = -1;
+    // The read probe that makes a pass before each timed call of the variant
+    // being timed (--cold --rounds, a read-dominated op; see probe_beside).
+    ReadProber* probe = nullptr;
     // Outputs of the variants another one must match bit for bit (identical_to).
     std::map<std::string, std::vector<Buffer>> kept_outputs = {};
 };
@@ -498,6 +501,7 @@ Instance prepare_and_run_once(const Variant& v, Problem& p, json& r) {
 TimingStats time_variant(const Variant& v, const Group& g, const RunRequest& req, Instance& inst, json& gbench) {
     TimingOptions topt = req.timing;
     topt.cold = req.cold;
+    if (g.probe && v.backend == Backend::cpu) topt.before_call = [p = g.probe] { p->pass(); };
     if (v.backend == Backend::cuda_emu) {  // emulated: one timed call is all it's worth
         topt.min_samples = topt.max_samples = 1;
         topt.budget_s = 0;
@@ -820,8 +824,9 @@ void fold_round(Slot& slot, json& r, const TimingStats& t, bool ok, double peak,
 }
 
 // One variant in one round: a row that says why it did not run, or the
-// variant run, checked and timed, folded into its slot.
-void run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slot) {
+// variant run, checked and timed, folded into its slot. Returns the round's
+// timing (no samples where it did not run or failed).
+TimingStats run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slot) {
     const Op& op = group.op;
     std::ostream& progress = st.progress;
     if (round == 0) progress << "   [" << st.prog.done + 1 << "/" << st.prog.total << "] ";
@@ -835,7 +840,7 @@ void run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slo
     if (!runnable_here(v, &why)) {
         if (round > 0) {
             progress << " not run\n";
-            return;
+            return {};
         }
         r["ran"] = false;
         r["skip_reason"] = why;
@@ -843,7 +848,7 @@ void run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slo
         mark_not_timed(r);
         progress << " not run: " << why << "\n";
         slot.row = r;
-        return;
+        return {};
     }
     omp_set_num_threads(st.threads);
     r["ran"] = true;
@@ -861,6 +866,35 @@ void run_slot(RunState& st, Group& group, const Variant& v, int round, Slot& slo
     }
     r["wall_s"] = steady_s() - variant_start;
     fold_round(slot, r, t, ok, peak, round);
+    return ok ? t : TimingStats{};
+}
+
+// The read probe beside a read-dominated variant (CPU, --rounds): with
+// --cold, a pass before every timed call (Group::probe), so its best had as
+// many chances as the variant's at the same moments; warm, where a pass
+// between calls would empty the caches the calls are timed in, as many
+// passes right after the window, in at most as many seconds (kProbeMaxS at
+// most). The shape's read roof takes in its best; the row keeps each
+// round's figure (`read_probe_gbps`): where they differ by much, the
+// memory's speed changed during the run.
+constexpr double kProbeMaxS = 2.0;
+void probe_beside(RunState& st, Slot& slot, ReadProber& probe, const TimingStats& t, Ceilings& group_roofs,
+                  double& group_read) {
+    if (!t.cold) {
+        const double budget = std::min(kProbeMaxS, t.mean * double(t.samples) * double(std::max(1, t.iterations)));
+        const double t0 = steady_s();
+        for (int i = 0; i < t.samples && (i < 3 || steady_s() - t0 < budget); ++i) probe.pass();
+    }
+    const ReadProbe p = probe.result();
+    group_read = std::max(group_read, p.gbps);
+    set_read_roof(group_roofs, st.threads, group_read);
+    set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), p.gbps));
+    auto& row = slot.row;
+    if (!row.contains("read_probe_gbps")) row["read_probe_gbps"] = json::array();
+    row["read_probe_gbps"].push_back(p.gbps);
+    row["read_probe_passes"] = row.value("read_probe_passes", 0) + p.passes;
+    st.progress << "      read probe " << (t.cold ? "between its calls" : "after them") << ": "
+                << fmt("%.1f", p.gbps) << " GB/s, best of " << p.passes << " passes\n";
 }
 
 // One (op, shape, dtype): inputs and oracle once, then every variant in
@@ -888,7 +922,14 @@ void run_plan(RunState& st, const RunPlan& plan) {
             if (req.backend == Backend::cpu) measure_round_roof(st, group_roofs, group_read);
             progress << "\n";
         }
-        for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) run_slot(st, group, *plan.variants[vi], round, slots[vi]);
+        for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) {
+            std::optional<ReadProber> probe;
+            if (rounds > 1 && req.backend == Backend::cpu && op.read_dominated) probe.emplace(st.threads);
+            group.probe = probe && req.cold ? &*probe : nullptr;
+            const TimingStats t = run_slot(st, group, *plan.variants[vi], round, slots[vi]);
+            group.probe = nullptr;
+            if (probe && t.samples > 0) probe_beside(st, slots[vi], *probe, t, group_roofs, group_read);
+        }
     }
     json& runs = st.doc["runs"];
     std::vector<std::size_t> group_rows;

@@ -178,12 +178,13 @@ TimingStats time_instance(const std::string& name, Instance& inst, const TimingO
     const int iters = opts.cold ? 1 : std::max(1, static_cast<int>(std::ceil(opts.min_sample_s / est)));
     const int samples = std::clamp(static_cast<int>(opts.budget_s / (est * iters)), opts.min_samples, opts.max_samples);
 
-    auto body = [&inst, cold = opts.cold](benchmark::State& st) {
+    auto body = [&inst, cold = opts.cold, &before = opts.before_call](benchmark::State& st) {
         for (auto _ : st) {
             double secs;
             if (inst.device_time) {
                 secs = inst.device_time(cold);  // CUDA events; L2 flushed outside the events
             } else {
+                if (before) before();
                 if (cold) evict_cpu_caches();
                 auto t0 = Clock::now();
                 inst.run();

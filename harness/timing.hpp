@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include <functional>
 #include <string>
 
 #include "harness/disturbance.hpp"
@@ -30,6 +31,10 @@ struct TimingOptions {
     // batch still lowers the best by more than kStableShare, for at most
     // this many seconds more (0: one batch, the budget's).
     double until_stable_s = 0;
+    // Called before every timed call (and before its eviction where cold),
+    // outside the timed span: the read probe beside a read-dominated
+    // variant (ReadProber). CPU calls only.
+    std::function<void()> before_call;
 };
 
 inline constexpr double kStableShare = 0.01;
