@@ -140,7 +140,9 @@ MW_REGISTER_COMMAND_AT(run, "run", 1, [](CLI::App& app) -> CommandAction {
     run_cmd->add_option("--dtype", f->dtype, "Data type (default: the op's first)");
     run_cmd->add_option("--threads", req.threads, "CPU threads (default: all hardware threads)");
     run_cmd->add_flag("--quick", req.quick, "Small shapes and short timing (smoke runs)");
-    run_cmd->add_flag("--cold", req.cold, "Evict caches before every timed call");
+    run_cmd->add_flag("--cold", req.cold,
+                      "Evict caches before every timed call; on the CPU a read-dominated op's read roof is then "
+                      "the best of a read probe run before every call (the same moments)");
     run_cmd->add_flag("--skip-naive", req.skip_naive,
                       "Run the naive rung only if named with --variant (no 'vs naive' speedups then)");
     run_cmd->add_option("--seed", req.seed, "Seed of the generated inputs")->default_val(42);
@@ -158,8 +160,7 @@ MW_REGISTER_COMMAND_AT(run, "run", 1, [](CLI::App& app) -> CommandAction {
     run_cmd->add_option("--rounds", req.rounds,
                         "Time every variant this many times, round-robin per shape, with statistics over all "
                         "rounds; on the CPU the DRAM read roof is re-measured before each round (a noisy shared "
-                        "host), and for a read-dominated op by a read probe beside each variant (with --cold, a "
-                        "pass before every timed call)")
+                        "host), and for a read-dominated op by a read probe beside each variant")
         ->default_val(1);
     run_cmd->add_option("--out", f->out, "Write results JSON here (and .md/.csv beside it)");
     run_cmd->add_option("--out-dir", f->out_dir,

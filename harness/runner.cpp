@@ -422,7 +422,7 @@ struct Group {
     const RunRequest& req;
     double naive_rel_fro = -1;
     // The read probe that makes a pass before each timed call of the variant
-    // being timed (--cold --rounds, a read-dominated op; see probe_beside).
+    // being timed (--cold, a read-dominated op; see probe_beside).
     ReadProber* probe = nullptr;
     // Outputs of the variants another one must match bit for bit (identical_to).
     std::map<std::string, std::vector<Buffer>> kept_outputs = {};
@@ -771,6 +771,7 @@ struct RunState {
     json gbench = {{"context", nullptr}, {"benchmarks", json::array()}};
     Ceilings roofs = ceilings;
     std::vector<double> read_rounds;
+    bool probed = false;  // a read probe ran beside some variant (probe_beside)
     std::vector<std::vector<std::size_t>> plan_rows;  // per plan, its rows that ran
     std::vector<Ceilings> plan_roofs;
 };
@@ -869,8 +870,9 @@ TimingStats run_slot(RunState& st, Group& group, const Variant& v, int round, Sl
     return ok ? t : TimingStats{};
 }
 
-// The read probe beside a read-dominated variant (CPU, --rounds): with
-// --cold, a pass before every timed call (Group::probe), so its best had as
+// The read probe beside a read-dominated variant (CPU, --rounds or --cold;
+// the roof of a single warm round is the ceilings file's): with --cold, a
+// pass before every timed call (Group::probe), so its best had as
 // many chances as the variant's at the same moments; warm, where a pass
 // between calls would empty the caches the calls are timed in, as many
 // passes right after the window, in at most as many seconds (kProbeMaxS at
@@ -886,6 +888,7 @@ void probe_beside(RunState& st, Slot& slot, ReadProber& probe, const TimingStats
         for (int i = 0; i < t.samples && (i < 3 || steady_s() - t0 < budget); ++i) probe.pass();
     }
     const ReadProbe p = probe.result();
+    st.probed = true;
     group_read = std::max(group_read, p.gbps);
     set_read_roof(group_roofs, st.threads, group_read);
     set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), p.gbps));
@@ -924,7 +927,7 @@ void run_plan(RunState& st, const RunPlan& plan) {
         }
         for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) {
             std::optional<ReadProber> probe;
-            if (rounds > 1 && req.backend == Backend::cpu && op.read_dominated) probe.emplace(st.threads);
+            if ((rounds > 1 || req.cold) && req.backend == Backend::cpu && op.read_dominated) probe.emplace(st.threads);
             group.probe = probe && req.cold ? &*probe : nullptr;
             const TimingStats t = run_slot(st, group, *plan.variants[vi], round, slots[vi]);
             group.probe = nullptr;
@@ -977,7 +980,7 @@ nlohmann::json run_plans(const std::vector<RunPlan>& plans, const RunRequest& re
     json& doc = st.doc;
     for (std::size_t i = 0; i < st.plan_rows.size(); ++i)
         add_group_ratios(doc["runs"], st.plan_rows[i], req, st.plan_roofs[i]);
-    if (!st.read_rounds.empty()) {
+    if (!st.read_rounds.empty() || st.probed) {
         doc["ceilings"]["dram_read_rounds_gbps"] = st.read_rounds;
         doc["ceilings"]["dram_read_by_threads_gbps"] = st.roofs.dram_read_by_threads_gbps;
         doc["ceilings"]["dram_read_gbps"] = dram_read_gbps(st.roofs);

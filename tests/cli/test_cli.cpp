@@ -334,8 +334,8 @@ TEST(Cli, RoundsMergeSamplesAndRemeasureTheReadRoof) {
     fs::remove(fs::path(out_file()).replace_extension(".csv"));
 }
 
-// --cold --rounds on a read-dominated op: a pass of the read probe before
-// every timed call (as many passes as samples, at the same moments), the
+// --cold on a read-dominated op, in rounds or one: a pass of the read probe
+// before every timed call (as many passes as samples, at the same moments), the
 // shape's roof the best of them and of the rounds' own figures, and the
 // markdown says what the roof is the best of.
 TEST(Cli, ColdRoundsProbeTheReadRoofBeforeEveryCall) {
@@ -364,6 +364,19 @@ TEST(Cli, ColdRoundsProbeTheReadRoofBeforeEveryCall) {
     std::ifstream md(fs::path(out_file()).replace_extension(".md"));
     const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("the best of " + std::to_string(passes) + " read-probe passes"), std::string::npos) << text;
+    // One round, cold: the probe still runs beside each call, and the roof
+    // is its best, not the ceilings file's.
+    fs::remove(out_file());
+    r = memwall("run gemv_q --shape n_out=7,n_in=64,b=1 --variant fp32 --skip-naive --threads 1 --budget 0 --cold "
+                "--out " + out_file().string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream f1(out_file());
+    const auto one = nlohmann::json::parse(f1);
+    ASSERT_EQ(one["runs"].size(), 1u);
+    const auto& run = one["runs"][0];
+    ASSERT_EQ(run["read_probe_gbps"].size(), 1u) << run.dump();
+    EXPECT_EQ(run["read_probe_passes"].get<int>(), run["time_s"]["samples"].get<int>());
+    EXPECT_DOUBLE_EQ(run["dram_read_roof_gbps"].get<double>(), run["read_probe_gbps"][0].get<double>());
     fs::remove(out_file());
     fs::remove(fs::path(out_file()).replace_extension(".md"));
     fs::remove(fs::path(out_file()).replace_extension(".csv"));
