@@ -646,10 +646,12 @@ double measure_dram_read_gbps(int threads) {
     return r.gbps.empty() ? 0.0 : r.gbps.back();
 }
 
-ReadProber::ReadProber(int threads) : threads_(threads), n_(beyond_l3(256) / sizeof(float)) {
-    const std::size_t bytes = n_ * sizeof(float), huge = std::size_t(2) << 20;
-    void* p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
-    if (!p) throw std::bad_alloc();
+// At most 1 GiB, as the eviction's array: a VM may report a huge shared L3.
+ReadProber::ReadProber(int threads)
+    : threads_(threads), n_(std::min(beyond_l3(256), std::size_t(1) << 30) / sizeof(float)) {
+    const std::size_t huge = std::size_t(2) << 20, bytes = (n_ * sizeof(float) + huge - 1) / huge * huge;
+    void* p = std::aligned_alloc(huge, bytes);
+    if (!p) throw std::runtime_error("no memory for its " + std::to_string(bytes >> 20) + " MiB array");
     if (memtrack::huge_pages_advised()) madvise(p, bytes, MADV_HUGEPAGE);
     array_.reset(static_cast<float*>(p), [](float* q) { std::free(q); });
     fill_ones(array_.get(), n_, threads);
@@ -664,6 +666,11 @@ void ReadProber::pass() {
                               : std::size_t(std::max_element(best_.begin(), best_.end()) - best_.begin());
     best_[k] = std::max(best_[k], read_pass_gbps(patterns[k], array_.get(), n_, threads_, 1));
     ++passes_;
+}
+
+void ReadProber::reset() {
+    best_ = {};
+    passes_ = 0;
 }
 
 ReadProbe ReadProber::result() const {

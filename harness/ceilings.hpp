@@ -91,7 +91,7 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 double measure_dram_read_gbps(int threads);
 // The read probe `memwall run --rounds` takes beside each read-dominated
 // variant: one pass is a read of a 256 MiB array (4x the L3 where that is
-// more) by `threads` threads, the access patterns in turn and then the
+// more, up to 1 GiB) by `threads` threads, the access patterns in turn and then the
 // fastest. With --cold a pass precedes every timed call (the eviction
 // follows it), so the probe's best had the variant's chances at a fast
 // moment of the memory, at the same moments: on the Zen 4 guest the memory
@@ -105,9 +105,10 @@ struct ReadProbe {
 };
 class ReadProber {
 public:
-    explicit ReadProber(int threads);
+    explicit ReadProber(int threads);  // throws std::runtime_error where its array does not fit
     void pass();
-    ReadProbe result() const;
+    ReadProbe result() const;  // of the passes since it was made or reset
+    void reset();
 
 private:
     int threads_;

@@ -263,13 +263,15 @@ bool any_run(const std::vector<const nlohmann::json*>& rows, const std::function
 
 bool has_number(const nlohmann::json& r, const char* key) { return r.contains(key) && r[key].is_number(); }
 
-// A shape timed beside the read probe (--rounds --cold, a read-dominated
-// op): the roof it was judged by, how many passes it is the best of, and the
-// range of the probe's round figures where the memory ran at more than one
-// speed (the slowest round under 80% of the fastest).
+// A shape timed beside the read probe (a read-dominated op, --cold or
+// --rounds): the roof it was judged by, what it is the best of (the probe's
+// passes, and the read before each round where there were rounds), and the
+// range of the probe's figures where the memory ran at more than one speed
+// (the slowest under 80% of the fastest).
 void write_read_probe_line(std::ostream& os, const std::vector<const nlohmann::json*>& rows) {
     double lo = 0, hi = 0, roof = 0;
     long passes = 0;
+    int rounds = 1;
     for (const auto* r : rows) {
         if (!r->contains("read_probe_gbps")) continue;
         for (const auto& g : (*r)["read_probe_gbps"]) {
@@ -279,13 +281,15 @@ void write_read_probe_line(std::ostream& os, const std::vector<const nlohmann::j
         }
         passes += r->value("read_probe_passes", 0L);
         roof = std::max(roof, r->value("dram_read_roof_gbps", 0.0));
+        rounds = std::max(rounds, r->value("rounds", 1));
     }
     if (passes == 0) return;
     os << "read roof: " << fmt("%.1f", roof) << " GB/s, the best of " << passes
        << " read-probe passes made beside this shape's timed calls";
+    if (rounds > 1) os << " and of a read before each of its " << rounds << " rounds";
     if (lo < 0.8 * hi)
-        os << " (by round they read " << fmt("%.1f", lo) << "-" << fmt("%.1f", hi)
-           << " GB/s: the memory ran at more than one speed during the run)";
+        os << " (the probe read " << fmt("%.1f", lo) << "-" << fmt("%.1f", hi)
+           << " GB/s by variant and round: the memory ran at more than one speed during the run)";
     os << "\n\n";
 }
 

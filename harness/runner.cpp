@@ -753,14 +753,15 @@ struct Slot {
 
 // What run_plans carries from plan to plan: the results document and its
 // benchmark records, the progress count, and the roofs. `roofs` is the
-// ceilings with the best read figure of the whole run (the file's, or one
-// measured between rounds), for the results' ceilings block and the plots;
-// `plan_roofs` are the roofs each shape's ratios use. With rounds, a shape's
-// read roof is the best of the figures measured in its own rounds, the
-// minutes its variants were timed in: each variant and the roof then had
-// the same R chances at a quiet minute. (The run's best would give the roof
-// R x shapes chances, and every fraction of it a bias that grows with the
-// number of shapes.)
+// ceilings with the best read figure of the whole run (the file's, one
+// measured between rounds, or a read probe's beside a variant), for the
+// results' ceilings block and the plots; `plan_roofs` are the roofs each
+// shape's ratios use. With rounds or a probe, a shape's read roof is the
+// best of the figures measured in its own rounds and beside its own
+// variants, the minutes its variants were timed in: each variant and the
+// roof then had the same chances at a quiet minute. (The run's best would
+// give the roof R x shapes chances, and every fraction of it a bias that
+// grows with the number of shapes.)
 struct RunState {
     const RunRequest& req;
     const Ceilings& ceilings;
@@ -792,14 +793,22 @@ json results_head(const RunRequest& req, const Ceilings& ceilings, int threads) 
     return doc;
 }
 
-// A round of several starts by measuring the read roof: the run's best and
-// this shape's best (`group_read`) take it in.
+// A read figure measured during a shape's rounds: the run's best and this
+// shape's best (`group_read`) take it in. The shape's roof is then its own
+// figures alone, at every thread count: the file's figure at another count
+// (dram_read_gbps takes the best of them) must not stand in for it.
+void take_read_figure(RunState& st, Ceilings& group_roofs, double& group_read, double g) {
+    group_read = std::max(group_read, g);
+    set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), g));  // the run's best
+    group_roofs.dram_read_by_threads_gbps.assign(std::size_t(st.threads), 0.0);
+    set_read_roof(group_roofs, st.threads, group_read);  // this shape's alone
+}
+
+// A round of several starts by measuring the read roof.
 void measure_round_roof(RunState& st, Ceilings& group_roofs, double& group_read) {
     const double g = measure_dram_read_gbps(st.threads);
     st.read_rounds.push_back(g);
-    group_read = std::max(group_read, g);
-    set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), g));  // the run's best
-    set_read_roof(group_roofs, st.threads, group_read);                                  // this shape's alone
+    take_read_figure(st, group_roofs, group_read, g);
     char line[96];
     std::snprintf(line, sizeof line, ": DRAM read %.1f GB/s now", g);
     st.progress << line;
@@ -888,16 +897,29 @@ void probe_beside(RunState& st, Slot& slot, ReadProber& probe, const TimingStats
         for (int i = 0; i < t.samples && (i < 3 || steady_s() - t0 < budget); ++i) probe.pass();
     }
     const ReadProbe p = probe.result();
+    if (p.passes == 0) return;
     st.probed = true;
-    group_read = std::max(group_read, p.gbps);
-    set_read_roof(group_roofs, st.threads, group_read);
-    set_read_roof(st.roofs, st.threads, std::max(read_roof(st.roofs, st.threads), p.gbps));
+    take_read_figure(st, group_roofs, group_read, p.gbps);
     auto& row = slot.row;
     if (!row.contains("read_probe_gbps")) row["read_probe_gbps"] = json::array();
     row["read_probe_gbps"].push_back(p.gbps);
     row["read_probe_passes"] = row.value("read_probe_passes", 0) + p.passes;
     st.progress << "      read probe " << (t.cold ? "between its calls" : "after them") << ": "
                 << fmt("%.1f", p.gbps) << " GB/s, best of " << p.passes << " passes\n";
+}
+
+// The shape's read probe, made on first use; null, with a word on the
+// terminal and no more tries, where it cannot be (its array does not fit):
+// the shape's roof is then the file's, or its rounds'.
+ReadProber* prober(RunState& st, std::optional<ReadProber>& probe, bool& want) {
+    if (!probe) try {
+            probe.emplace(st.threads);
+        } catch (const std::exception& e) {
+            st.progress << "      no read probe beside the variants (" << e.what() << ")\n";
+            want = false;
+            return nullptr;
+        }
+    return &*probe;
 }
 
 // One (op, shape, dtype): inputs and oracle once, then every variant in
@@ -919,6 +941,10 @@ void run_plan(RunState& st, const RunPlan& plan) {
     const int rounds = std::max(1, req.rounds);
     Ceilings group_roofs = st.ceilings;
     double group_read = 0;  // the best read figure of this shape's rounds
+    // The read probe beside each variant (probe_beside), made once for the
+    // shape when a variant first needs it.
+    bool want_probe = (rounds > 1 || req.cold) && req.backend == Backend::cpu && op.read_dominated;
+    std::optional<ReadProber> probe;
     for (int round = 0; round < rounds; ++round) {
         if (rounds > 1) {
             progress << "   round " << round + 1 << " of " << rounds;
@@ -926,12 +952,13 @@ void run_plan(RunState& st, const RunPlan& plan) {
             progress << "\n";
         }
         for (std::size_t vi = 0; vi < plan.variants.size(); ++vi) {
-            std::optional<ReadProber> probe;
-            if ((rounds > 1 || req.cold) && req.backend == Backend::cpu && op.read_dominated) probe.emplace(st.threads);
-            group.probe = probe && req.cold ? &*probe : nullptr;
-            const TimingStats t = run_slot(st, group, *plan.variants[vi], round, slots[vi]);
+            const Variant& v = *plan.variants[vi];
+            ReadProber* p = want_probe && runnable_here(v, nullptr) ? prober(st, probe, want_probe) : nullptr;
+            if (p) p->reset();
+            group.probe = req.cold ? p : nullptr;
+            const TimingStats t = run_slot(st, group, v, round, slots[vi]);
             group.probe = nullptr;
-            if (probe && t.samples > 0) probe_beside(st, slots[vi], *probe, t, group_roofs, group_read);
+            if (p && t.samples > 0) probe_beside(st, slots[vi], *p, t, group_roofs, group_read);
         }
     }
     json& runs = st.doc["runs"];
