@@ -673,10 +673,7 @@ void ReadProber::reset() {
     passes_ = 0;
 }
 
-ReadProbe ReadProber::result() const {
-    const auto win = std::size_t(std::max_element(best_.begin(), best_.end()) - best_.begin());
-    return {best_[win], passes_, passes_ > 0 ? read_patterns()[win].name : ""};
-}
+ReadProbe ReadProber::result() const { return {*std::max_element(best_.begin(), best_.end()), passes_}; }
 
 Ceilings calibrate_cpu(int max_threads, bool quick) {
     const double t0 = omp_get_wtime();

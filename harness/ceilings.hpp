@@ -89,19 +89,18 @@ Ceilings calibrate_cpu(int max_threads, bool quick);
 // of 5 per access pattern, ~0.2 s): `memwall run --rounds` measures it
 // between rounds, so the read roof is taken in the same minutes as the ops.
 double measure_dram_read_gbps(int threads);
-// The read probe `memwall run --rounds` takes beside each read-dominated
-// variant: one pass is a read of a 256 MiB array (4x the L3 where that is
-// more, up to 1 GiB) by `threads` threads, the access patterns in turn and then the
-// fastest. With --cold a pass precedes every timed call (the eviction
-// follows it), so the probe's best had the variant's chances at a fast
-// moment of the memory, at the same moments: on the Zen 4 guest the memory
-// switched between about 34 and 60 GB/s within a second, and a roof from
-// fewer passes is beaten by luck (the best of 5 read 60.5 GB/s where the
-// best of 100 read 63.8).
+// The read probe `memwall run` takes beside each read-dominated variant
+// (CPU; with --cold, or warm with --rounds): one pass is a read of a
+// 256 MiB array (4x the L3 where that is more, up to 1 GiB) by `threads`
+// threads, the access patterns in turn and then the fastest. With --cold a
+// pass precedes every timed call (the eviction follows it), so the probe's
+// best had the variant's chances at a fast moment of the memory, at the
+// same moments: on the Zen 4 guest the memory switches between about 34
+// and 65-70 GB/s from one second to the next, and a roof from fewer passes
+// is beaten by luck (docs/harness.md, "Rounds").
 struct ReadProbe {
-    double gbps = 0;     // the best pass
-    int passes = 0;      // how many were made
-    std::string method;  // the pattern of the best
+    double gbps = 0;  // the best pass
+    int passes = 0;   // how many were made
 };
 class ReadProber {
 public:
